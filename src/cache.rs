@@ -1,0 +1,498 @@
+//! The cache record: one small JSON file per job that vouches for an
+//! `allowed` verdict, and the decision whether a record found on disk may be
+//! used.
+//!
+//! A record is bound to what it vouches for (namespace, identity fingerprint,
+//! permission-set fingerprint) and carries an HMAC-SHA256 over those fields
+//! and its write time, keyed from the service-account credential (see
+//! [`crate::identity`]). The credential itself never appears in it.
+//!
+//! [`judge`] never panics and never trusts: anything it cannot verify is
+//! [`CacheState::Unusable`] with the reason, and the check asks the API.
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::identity::Identity;
+use crate::permission::hex;
+
+/// The record format written today.
+pub const RECORD_VERSION: u32 = 1;
+/// Records larger than this are not read (a hostile or broken file).
+pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What a record must match to be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheKey {
+    /// The namespace checked.
+    pub namespace: String,
+    /// The subject (identity fingerprint) and MAC key.
+    pub identity: Identity,
+    /// The permission-set fingerprint.
+    pub permissions: String,
+}
+
+/// How long records stay good.
+///
+/// # Default
+/// TTL 1 h, grace 24 h, clock skew 2 min.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// Age below which a record answers the check with no API call.
+    pub ttl: Duration,
+    /// Age below which a record may still answer when the API is unreachable.
+    pub grace: Duration,
+    /// How far in the future a record's time may lie (clock differences
+    /// between containers) before it is refused.
+    pub max_skew: Duration,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        CachePolicy::new()
+    }
+}
+
+impl CachePolicy {
+    /// The defaults (see `# Default`).
+    pub const fn new() -> Self {
+        CachePolicy {
+            ttl: Duration::from_secs(3600),
+            grace: Duration::from_secs(24 * 3600),
+            max_skew: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The record as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    version: u32,
+    verdict: String,
+    namespace: String,
+    identity: String,
+    permissions: String,
+    written_at_ms: u64,
+    mac: String,
+}
+
+/// What a record found on disk is good for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheState {
+    /// Younger than the TTL: answer `allowed` with no API call.
+    Fresh {
+        /// The record's age.
+        age: Duration,
+    },
+    /// Past the TTL, within grace: answer `allowed` only if the API cannot
+    /// be reached.
+    Grace {
+        /// The record's age.
+        age: Duration,
+    },
+    /// Not usable.
+    Unusable(Unusable),
+}
+
+/// Why a record is not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unusable {
+    /// No record (or caching is off).
+    Missing,
+    /// Larger than [`MAX_RECORD_BYTES`].
+    TooLarge,
+    /// Not a record at all (not JSON, missing fields, wrong types).
+    Unparsable,
+    /// Written by another format version.
+    WrongVersion(u32),
+    /// The MAC does not verify: edited or forged.
+    BadMac,
+    /// A valid record for another namespace.
+    OtherNamespace,
+    /// A valid record for another service account.
+    OtherIdentity,
+    /// A valid record for another permission set.
+    OtherPermissions,
+    /// Only `allowed` verdicts are ever cached.
+    NotAllowed,
+    /// Dated further in the future than the allowed skew.
+    FromTheFuture(Duration),
+    /// Older than the grace limit.
+    Expired(Duration),
+}
+
+impl Unusable {
+    /// True when the file is suspicious enough that the user should be told
+    /// (a warning), rather than simply absent or old.
+    pub fn deserves_warning(&self) -> bool {
+        !matches!(self, Unusable::Missing | Unusable::Expired(_))
+    }
+
+    /// A short reason for logs.
+    pub fn reason(&self) -> String {
+        match self {
+            Unusable::Missing => "no cached verdict".into(),
+            Unusable::TooLarge => format!("file larger than {} KiB", MAX_RECORD_BYTES / 1024),
+            Unusable::Unparsable => "file is not a verdict record".into(),
+            Unusable::WrongVersion(v) => format!("record version {v}, expected {RECORD_VERSION}"),
+            Unusable::BadMac => "record signature does not verify (edited or forged)".into(),
+            Unusable::OtherNamespace => "record is for another namespace".into(),
+            Unusable::OtherIdentity => "record is for another service account".into(),
+            Unusable::OtherPermissions => "record is for another permission set".into(),
+            Unusable::NotAllowed => "record does not hold an allowed verdict".into(),
+            Unusable::FromTheFuture(d) => {
+                format!("record is dated {} s in the future", d.as_secs())
+            }
+            Unusable::Expired(d) => {
+                format!("record is {} s old, past the grace limit", d.as_secs())
+            }
+        }
+    }
+}
+
+/// Decides what a record is good for. `bytes` is the file's content (`None`
+/// when there is no file); `now_ms` is Unix epoch milliseconds.
+pub fn judge(
+    bytes: Option<&[u8]>,
+    key: &CacheKey,
+    policy: &CachePolicy,
+    now_ms: u64,
+) -> CacheState {
+    match verify(bytes, key, policy, now_ms) {
+        Ok(state) => state,
+        Err(why) => CacheState::Unusable(why),
+    }
+}
+
+fn verify(
+    bytes: Option<&[u8]>,
+    key: &CacheKey,
+    policy: &CachePolicy,
+    now_ms: u64,
+) -> Result<CacheState, Unusable> {
+    let bytes = bytes.ok_or(Unusable::Missing)?;
+    if bytes.len() > MAX_RECORD_BYTES {
+        return Err(Unusable::TooLarge);
+    }
+    let record: Record = serde_json::from_slice(bytes).map_err(|_| Unusable::Unparsable)?;
+    if record.version != RECORD_VERSION {
+        return Err(Unusable::WrongVersion(record.version));
+    }
+    let mac = unhex(&record.mac).ok_or(Unusable::BadMac)?;
+    signer(&key.identity.mac_key, &record)
+        .verify_slice(&mac)
+        .map_err(|_| Unusable::BadMac)?;
+    if record.namespace != key.namespace {
+        return Err(Unusable::OtherNamespace);
+    }
+    if record.identity != key.identity.fingerprint {
+        return Err(Unusable::OtherIdentity);
+    }
+    if record.permissions != key.permissions {
+        return Err(Unusable::OtherPermissions);
+    }
+    if record.verdict != "allowed" {
+        return Err(Unusable::NotAllowed);
+    }
+    if record.written_at_ms > now_ms {
+        let ahead = Duration::from_millis(record.written_at_ms - now_ms);
+        if ahead > policy.max_skew {
+            return Err(Unusable::FromTheFuture(ahead));
+        }
+    }
+    let age = Duration::from_millis(now_ms.saturating_sub(record.written_at_ms));
+    if age < policy.ttl {
+        Ok(CacheState::Fresh { age })
+    } else if age < policy.grace {
+        Ok(CacheState::Grace { age })
+    } else {
+        Err(Unusable::Expired(age))
+    }
+}
+
+/// The record to write for an `allowed` verdict reached at `now_ms`.
+pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
+    let mut record = Record {
+        version: RECORD_VERSION,
+        verdict: "allowed".into(),
+        namespace: key.namespace.clone(),
+        identity: key.identity.fingerprint.clone(),
+        permissions: key.permissions.clone(),
+        written_at_ms: now_ms,
+        mac: String::new(),
+    };
+    record.mac = hex(&signer(&key.identity.mac_key, &record)
+        .finalize()
+        .into_bytes());
+    // Serializing a struct of strings and integers cannot fail.
+    serde_json::to_string(&record).unwrap_or_default()
+}
+
+/// The file name for this key: the same job, namespace, subject and
+/// permission set always map to the same name; nothing secret is in it.
+pub fn file_name(key: &CacheKey) -> String {
+    let mut hash = Sha256::new();
+    for part in [&key.namespace, &key.identity.fingerprint, &key.permissions] {
+        hash.update((part.len() as u32).to_le_bytes());
+        hash.update(part.as_bytes());
+    }
+    format!("k8s-auth-preflight-{}.json", &hex(&hash.finalize())[..24])
+}
+
+/// The MAC over every field but the MAC, each length-prefixed.
+fn signer(mac_key: &[u8; 32], record: &Record) -> HmacSha256 {
+    // HMAC accepts keys of any length; 32 bytes cannot fail.
+    let mut mac = match HmacSha256::new_from_slice(mac_key) {
+        Ok(mac) => mac,
+        Err(_) => unreachable_key(),
+    };
+    mac.update(b"k8s-auth-preflight/record\n");
+    mac.update(&record.version.to_le_bytes());
+    for field in [
+        &record.verdict,
+        &record.namespace,
+        &record.identity,
+        &record.permissions,
+    ] {
+        mac.update(&(field.len() as u64).to_le_bytes());
+        mac.update(field.as_bytes());
+    }
+    mac.update(&record.written_at_ms.to_le_bytes());
+    mac
+}
+
+#[cold]
+fn unreachable_key() -> ! {
+    // HMAC's `new_from_slice` only fails for fixed-size-key MACs; HMAC has none.
+    panic!("HMAC rejected a 32-byte key")
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || s.len() > 128 {
+        return None;
+    }
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    s.as_bytes()
+        .chunks(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::identity::tests::jwt;
+
+    pub(crate) const NOW: u64 = 1_792_548_926_000;
+
+    pub(crate) fn key_for(token: &str, namespace: &str, permissions: &str) -> CacheKey {
+        CacheKey {
+            namespace: namespace.into(),
+            identity: Identity::from_credential(token.as_bytes()).unwrap(),
+            permissions: permissions.into(),
+        }
+    }
+
+    fn token() -> String {
+        jwt(r#"{"iss":"k8s","sub":"system:serviceaccount:ci:runner"}"#)
+    }
+
+    fn key() -> CacheKey {
+        key_for(&token(), "ci", "perms-a")
+    }
+
+    fn judge_at(bytes: &str, key: &CacheKey, now: u64) -> CacheState {
+        judge(Some(bytes.as_bytes()), key, &CachePolicy::default(), now)
+    }
+
+    #[test]
+    fn default_policy_is_documented() {
+        let p = CachePolicy::default();
+        assert_eq!(p.ttl, Duration::from_secs(3600));
+        assert_eq!(p.grace, Duration::from_secs(86_400));
+        assert_eq!(p.max_skew, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn fresh_then_grace_then_expired() {
+        let k = key();
+        let rec = record_for(&k, NOW);
+        let min = 60_000;
+        assert_eq!(
+            judge_at(&rec, &k, NOW),
+            CacheState::Fresh {
+                age: Duration::ZERO
+            }
+        );
+        assert!(matches!(
+            judge_at(&rec, &k, NOW + 59 * min),
+            CacheState::Fresh { .. }
+        ));
+        assert!(matches!(
+            judge_at(&rec, &k, NOW + 60 * min),
+            CacheState::Grace { .. }
+        ));
+        assert!(matches!(
+            judge_at(&rec, &k, NOW + 24 * 60 * min - 1),
+            CacheState::Grace { .. }
+        ));
+        assert!(matches!(
+            judge_at(&rec, &k, NOW + 24 * 60 * min),
+            CacheState::Unusable(Unusable::Expired(_))
+        ));
+    }
+
+    #[test]
+    fn record_holds_no_token() {
+        let rec = record_for(&key(), NOW);
+        assert!(!rec.contains(&token()));
+        assert!(!rec.contains("system:serviceaccount"));
+    }
+
+    #[test]
+    fn bound_to_namespace_identity_and_permissions() {
+        let k = key();
+        let rec = record_for(&k, NOW);
+        let unusable = |other: &CacheKey| match judge_at(&rec, other, NOW) {
+            CacheState::Unusable(why) => why,
+            s => panic!("used a record for another key: {s:?}"),
+        };
+        assert_eq!(
+            unusable(&key_for(&token(), "prod", "perms-a")),
+            Unusable::OtherNamespace
+        );
+        assert_eq!(
+            unusable(&key_for(&token(), "ci", "perms-b")),
+            Unusable::OtherPermissions
+        );
+        // Another account's token: another MAC key, so the MAC fails first.
+        let other = jwt(r#"{"iss":"k8s","sub":"system:serviceaccount:ci:other"}"#);
+        assert_eq!(
+            unusable(&key_for(&other, "ci", "perms-a")),
+            Unusable::BadMac
+        );
+    }
+
+    #[test]
+    fn other_identity_with_the_same_key_material_is_refused() {
+        // A record whose identity field names someone else but is signed with
+        // our key (not forgeable without the token, but the binding must hold).
+        let k = key();
+        let mut other = k.clone();
+        other.identity.fingerprint = "someone-else".into();
+        let rec = record_for(&other, NOW);
+        assert_eq!(
+            judge_at(&rec, &k, NOW),
+            CacheState::Unusable(Unusable::OtherIdentity)
+        );
+    }
+
+    #[test]
+    fn edited_or_forged_records_fail_the_mac() {
+        let k = key();
+        let rec = record_for(&k, NOW);
+        let edited = rec.replace(
+            &format!("\"writtenAtMs\":{NOW}"),
+            &format!("\"writtenAtMs\":{}", NOW + 1),
+        );
+        assert_ne!(edited, rec);
+        assert_eq!(
+            judge_at(&edited, &k, NOW + 10),
+            CacheState::Unusable(Unusable::BadMac)
+        );
+        // A forger without the token signs with some other key.
+        let forged = record_for(&key_for("job-container-guess", "ci", "perms-a"), NOW);
+        let forged = forged.replace(
+            &Identity::from_credential(b"job-container-guess")
+                .unwrap()
+                .fingerprint,
+            &k.identity.fingerprint,
+        );
+        assert_eq!(
+            judge_at(&forged, &k, NOW),
+            CacheState::Unusable(Unusable::BadMac)
+        );
+        let garbage_mac = rec.replace("\"mac\":\"", "\"mac\":\"zz");
+        assert_eq!(
+            judge_at(&garbage_mac, &k, NOW),
+            CacheState::Unusable(Unusable::BadMac)
+        );
+    }
+
+    #[test]
+    fn future_dates_beyond_skew_are_refused() {
+        let k = key();
+        let rec = record_for(&k, NOW + 60_000);
+        assert!(
+            matches!(judge_at(&rec, &k, NOW), CacheState::Fresh { .. }),
+            "within skew"
+        );
+        let rec = record_for(&k, NOW + 3_600_000);
+        assert_eq!(
+            judge_at(&rec, &k, NOW),
+            CacheState::Unusable(Unusable::FromTheFuture(Duration::from_secs(3600)))
+        );
+    }
+
+    #[test]
+    fn broken_files_are_misses() {
+        let k = key();
+        let rec = record_for(&k, NOW);
+        let p = CachePolicy::default();
+        assert_eq!(
+            judge(None, &k, &p, NOW),
+            CacheState::Unusable(Unusable::Missing)
+        );
+        for bad in [
+            "",
+            "{",
+            "null",
+            "[]",
+            "{\"version\":1}",
+            &rec[..rec.len() / 2],
+            "\u{feff}{}",
+        ] {
+            assert_eq!(
+                judge_at(bad, &k, NOW),
+                CacheState::Unusable(Unusable::Unparsable),
+                "{bad:?}"
+            );
+        }
+        let v2 = rec.replace("\"version\":1", "\"version\":2");
+        assert_eq!(
+            judge_at(&v2, &k, NOW),
+            CacheState::Unusable(Unusable::WrongVersion(2))
+        );
+        let big = vec![b' '; MAX_RECORD_BYTES + 1];
+        assert_eq!(
+            judge(Some(&big), &k, &p, NOW),
+            CacheState::Unusable(Unusable::TooLarge)
+        );
+        let binary: Vec<u8> = (0..=255u8).collect();
+        assert_eq!(
+            judge(Some(&binary), &k, &p, NOW),
+            CacheState::Unusable(Unusable::Unparsable)
+        );
+    }
+
+    #[test]
+    fn file_names_are_stable_and_distinct() {
+        assert_eq!(file_name(&key()), file_name(&key()));
+        assert_ne!(
+            file_name(&key()),
+            file_name(&key_for(&token(), "prod", "perms-a"))
+        );
+        assert!(file_name(&key()).starts_with("k8s-auth-preflight-"));
+        assert!(!file_name(&key()).contains(&token()));
+    }
+}

@@ -1,0 +1,521 @@
+//! Settings: the defaults, and overrides from `ACTIONS_RUNNER_PREFLIGHT_*`
+//! environment variables.
+//!
+//! A bad value never stops a check: [`Settings::from_env`] keeps the default
+//! for that one setting and returns a [`SettingError`] that names the
+//! variable, the value and what is accepted; the shim prints it as a warning.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::cache::CachePolicy;
+use crate::schedule::{Backoff, Jitter};
+
+/// Every setting of a check.
+///
+/// # Default
+/// The backoff of [`Backoff::new`] (1 s doubling to 8 s, full jitter, at
+/// most 20 attempts, 90 s deadline), 10 s per request, `Retry-After` honoured
+/// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), OS
+/// randomness (no seed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Backoff, jitter, attempt limit and deadline of every review.
+    pub backoff: Backoff,
+    /// Each request is abandoned after this long.
+    pub request_timeout: Duration,
+    /// The longest `Retry-After` honoured (APF asks for at most 32 s).
+    pub max_retry_after: Duration,
+    /// Whether verdicts are cached at all.
+    pub cache_enabled: bool,
+    /// Cache TTL, grace and skew.
+    pub cache: CachePolicy,
+    /// Seed for jitter (reproducible runs); `None` draws from the OS.
+    pub seed: Option<u64>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::new()
+    }
+}
+
+impl Settings {
+    /// The defaults (see `# Default`).
+    pub const fn new() -> Self {
+        Settings {
+            backoff: Backoff::new(),
+            request_timeout: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(32),
+            cache_enabled: true,
+            cache: CachePolicy::new(),
+            seed: None,
+        }
+    }
+}
+
+/// The prefix of every variable read.
+pub const PREFIX: &str = "ACTIONS_RUNNER_PREFLIGHT_";
+
+/// One variable and what it accepts, for errors and the README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variable {
+    /// Full name, e.g. `ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS`.
+    pub name: &'static str,
+    /// What is accepted, e.g. `a whole number of ms from 1000 to 3600000`.
+    pub accepts: &'static str,
+    /// The default, as text.
+    pub default: &'static str,
+    /// What it does.
+    pub meaning: &'static str,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Millis { min: u64, max: u64 },
+    Count { min: u64, max: u64 },
+    Factor,
+    Jitter,
+    Switch,
+    Seed,
+}
+
+const H: u64 = 3_600_000;
+
+/// Every variable, in the order the README lists them.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS",
+        accepts: "a whole number of ms from 1000 to 3600000",
+        default: "90000",
+        meaning: "how long a check keeps retrying before it is inconclusive",
+        kind: Kind::Millis { min: 1_000, max: H },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS",
+        accepts: "a whole number from 1 to 100",
+        default: "20",
+        meaning: "attempts per review, the first included",
+        kind: Kind::Count { min: 1, max: 100 },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS",
+        accepts: "a whole number of ms from 1 to 60000",
+        default: "1000",
+        meaning: "the first backoff delay, before jitter",
+        kind: Kind::Millis {
+            min: 1,
+            max: 60_000,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR",
+        accepts: "a number from 1 to 10",
+        default: "2",
+        meaning: "how much each backoff delay grows",
+        kind: Kind::Factor,
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS",
+        accepts: "a whole number of ms from 1 to 300000",
+        default: "8000",
+        meaning: "the cap on any one backoff delay, jitter included",
+        kind: Kind::Millis {
+            min: 1,
+            max: 300_000,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_JITTER",
+        accepts: "one of none, equal, full, decorrelated",
+        default: "full",
+        meaning: "how backoff delays are randomized",
+        kind: Kind::Jitter,
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS",
+        accepts: "a whole number of ms from 100 to 300000",
+        default: "10000",
+        meaning: "each request is abandoned after this long",
+        kind: Kind::Millis {
+            min: 100,
+            max: 300_000,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS",
+        accepts: "a whole number of ms from 0 to 300000",
+        default: "32000",
+        meaning: "the longest Retry-After honoured",
+        kind: Kind::Millis {
+            min: 0,
+            max: 300_000,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CACHE",
+        accepts: "on or off (also true/false, 1/0, yes/no)",
+        default: "on",
+        meaning: "whether an allowed verdict is cached for later steps of the job",
+        kind: Kind::Switch,
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS",
+        accepts: "a whole number of ms from 0 to 604800000",
+        default: "3600000",
+        meaning: "a cached verdict younger than this answers with no API call",
+        kind: Kind::Millis {
+            min: 0,
+            max: 168 * H,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS",
+        accepts: "a whole number of ms from 0 to 2592000000, not below the TTL",
+        default: "86400000",
+        meaning: "a cached verdict younger than this answers only when the API is unreachable",
+        kind: Kind::Millis {
+            min: 0,
+            max: 720 * H,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_SEED",
+        accepts: "a whole number from 0 to 18446744073709551615",
+        default: "unset (OS randomness)",
+        meaning: "seed for jitter, for reproducible runs",
+        kind: Kind::Seed,
+    },
+];
+
+/// A variable whose value was not used.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "{variable}={value:?} ignored: {problem}; accepted: {accepts}; using the default {default}"
+)]
+pub struct SettingError {
+    /// The variable's name.
+    pub variable: String,
+    /// The value as given (shortened to 64 characters).
+    pub value: String,
+    /// What is wrong with it.
+    pub problem: Problem,
+    /// What is accepted.
+    pub accepts: &'static str,
+    /// The default used instead.
+    pub default: &'static str,
+}
+
+/// What is wrong with a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum Problem {
+    /// Set, but to nothing.
+    #[error("empty")]
+    Empty,
+    /// Not a number where one is needed.
+    #[error("not a number")]
+    NotANumber,
+    /// A number outside the accepted range.
+    #[error("out of range")]
+    OutOfRange,
+    /// Not one of the accepted names.
+    #[error("not a known name")]
+    UnknownName,
+    /// A grace limit below the TTL.
+    #[error("below the cache TTL")]
+    BelowTtl,
+    /// A variable with our prefix that we do not read (a typo?).
+    #[error("not a setting of this package")]
+    UnknownVariable,
+}
+
+impl Settings {
+    /// Applies every `ACTIONS_RUNNER_PREFLIGHT_*` variable found in `env`
+    /// to the defaults. Variables without the prefix are ignored.
+    pub fn from_env<'a, I>(env: I) -> (Settings, Vec<SettingError>)
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let mut settings = Settings::new();
+        let mut errors = Vec::new();
+        let mut grace_given = None;
+        let mut ours: Vec<(&str, &str)> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(PREFIX))
+            .collect();
+        ours.sort();
+        for (name, value) in ours {
+            let Some(variable) = VARIABLES.iter().find(|v| v.name == name) else {
+                errors.push(error_for(
+                    name,
+                    value,
+                    Problem::UnknownVariable,
+                    "no such setting",
+                    "-",
+                ));
+                continue;
+            };
+            match apply(&mut settings, variable, value) {
+                Ok(()) if variable.name.ends_with("CACHE_GRACE_MS") => grace_given = Some(value),
+                Ok(()) => {}
+                Err(problem) => errors.push(error_for(
+                    name,
+                    value,
+                    problem,
+                    variable.accepts,
+                    variable.default,
+                )),
+            }
+        }
+        if settings.cache.grace < settings.cache.ttl {
+            let default_grace = CachePolicy::new().grace;
+            settings.cache.grace = default_grace.max(settings.cache.ttl);
+            if let Some(value) = grace_given {
+                let name = "ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS";
+                if let Some(variable) = VARIABLES.iter().find(|v| v.name == name) {
+                    errors.push(error_for(
+                        name,
+                        value,
+                        Problem::BelowTtl,
+                        variable.accepts,
+                        variable.default,
+                    ));
+                }
+            }
+        }
+        (settings, errors)
+    }
+}
+
+fn error_for(
+    name: &str,
+    value: &str,
+    problem: Problem,
+    accepts: &'static str,
+    default: &'static str,
+) -> SettingError {
+    SettingError {
+        variable: name.to_string(),
+        value: value.chars().take(64).collect(),
+        problem,
+        accepts,
+        default,
+    }
+}
+
+fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), Problem> {
+    let value = raw.trim();
+    if value.is_empty() {
+        return Err(Problem::Empty);
+    }
+    match variable.kind {
+        Kind::Millis { min, max } => {
+            let ms = Duration::from_millis(number(value, min, max)?);
+            let target = match variable.name {
+                "ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS" => &mut settings.backoff.deadline,
+                "ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS" => &mut settings.backoff.base,
+                "ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS" => &mut settings.backoff.max_delay,
+                "ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS" => &mut settings.request_timeout,
+                "ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS" => &mut settings.max_retry_after,
+                "ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS" => &mut settings.cache.ttl,
+                _ => &mut settings.cache.grace,
+            };
+            *target = ms;
+        }
+        Kind::Count { min, max } => {
+            settings.backoff.max_attempts = number(value, min, max)? as u32;
+        }
+        Kind::Factor => {
+            let factor: f64 = value.parse().map_err(|_| Problem::NotANumber)?;
+            if !factor.is_finite() {
+                return Err(Problem::NotANumber);
+            }
+            if !(1.0..=10.0).contains(&factor) {
+                return Err(Problem::OutOfRange);
+            }
+            settings.backoff.factor = factor;
+        }
+        Kind::Jitter => {
+            settings.backoff.jitter = Jitter::from_name(value).ok_or(Problem::UnknownName)?;
+        }
+        Kind::Switch => {
+            settings.cache_enabled = match value.to_ascii_lowercase().as_str() {
+                "on" | "true" | "1" | "yes" => true,
+                "off" | "false" | "0" | "no" => false,
+                _ => return Err(Problem::UnknownName),
+            };
+        }
+        Kind::Seed => {
+            settings.seed = Some(number(value, 0, u64::MAX)?);
+        }
+    }
+    Ok(())
+}
+
+/// A whole decimal number within `min..=max`.
+fn number(value: &str, min: u64, max: u64) -> Result<u64, Problem> {
+    let digits = value.strip_prefix('+').unwrap_or(value);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        // "-5" and "1e3" are numbers to a person, but out of range / not whole here.
+        return Err(
+            if value.starts_with('-')
+                && value[1..].bytes().all(|b| b.is_ascii_digit())
+                && value.len() > 1
+            {
+                Problem::OutOfRange
+            } else {
+                Problem::NotANumber
+            },
+        );
+    }
+    let n: u64 = digits.parse().map_err(|_| Problem::OutOfRange)?;
+    if n < min || n > max {
+        return Err(Problem::OutOfRange);
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&'static str, &'static str)]) -> (Settings, Vec<SettingError>) {
+        Settings::from_env(pairs.iter().copied())
+    }
+
+    #[test]
+    fn defaults_are_documented() {
+        let s = Settings::default();
+        assert_eq!(s.backoff, Backoff::new());
+        assert_eq!(s.request_timeout, Duration::from_secs(10));
+        assert_eq!(s.max_retry_after, Duration::from_secs(32));
+        assert!(s.cache_enabled);
+        assert_eq!(s.cache, CachePolicy::new());
+        assert_eq!(s.seed, None);
+        // The table's default texts agree with the values.
+        let (from_table, errors) = Settings::from_env(
+            VARIABLES
+                .iter()
+                .filter(|v| v.kind != Kind::Seed)
+                .map(|v| (v.name, v.default)),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(from_table, s);
+    }
+
+    #[test]
+    fn every_variable_is_applied() {
+        let (s, errors) = env(&[
+            ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500"),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "4"),
+            ("ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS", "30"),
+            ("ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR", "1.5"),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS", "240"),
+            ("ACTIONS_RUNNER_PREFLIGHT_JITTER", "Equal"),
+            ("ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS", "500"),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS", "0"),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE", "off"),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000"),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "5000"),
+            ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42"),
+            ("PATH", "/bin"),
+        ]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let ms = Duration::from_millis;
+        assert_eq!(s.backoff.deadline, ms(2500));
+        assert_eq!(s.backoff.max_attempts, 4);
+        assert_eq!(s.backoff.base, ms(30));
+        assert_eq!(s.backoff.factor, 1.5);
+        assert_eq!(s.backoff.max_delay, ms(240));
+        assert_eq!(s.backoff.jitter, Jitter::Equal);
+        assert_eq!(s.request_timeout, ms(500));
+        assert_eq!(s.max_retry_after, ms(0));
+        assert!(!s.cache_enabled);
+        assert_eq!(s.cache.ttl, ms(1000));
+        assert_eq!(s.cache.grace, ms(5000));
+        assert_eq!(s.seed, Some(42));
+    }
+
+    #[test]
+    fn bad_values_keep_the_default_and_name_the_variable() {
+        let bad = [
+            "",
+            "  ",
+            "abc",
+            "-5",
+            "1e3",
+            "99999999999999999999999",
+            "NaN",
+            "0x10",
+            "1.5",
+        ];
+        for variable in VARIABLES {
+            for value in bad {
+                // Some of these are fine for some variables (1.5 is a factor).
+                if variable.kind == Kind::Factor && value == "1.5" {
+                    continue;
+                }
+                let (s, errors) = Settings::from_env([(variable.name, value)]);
+                assert_eq!(
+                    errors.len(),
+                    1,
+                    "{}={value:?} gave {errors:?}",
+                    variable.name
+                );
+                let text = errors[0].to_string();
+                assert!(text.starts_with(variable.name), "{text}");
+                assert!(text.contains(variable.accepts), "{text}");
+                assert!(text.contains(&format!("{value:?}")), "{text}");
+                assert_eq!(
+                    s,
+                    Settings::default(),
+                    "{}={value:?} changed settings",
+                    variable.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_is_named_as_such() {
+        let (_, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "0")]);
+        assert_eq!(e[0].problem, Problem::OutOfRange);
+        let (_, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "-5")]);
+        assert_eq!(e[0].problem, Problem::OutOfRange);
+        let (_, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_JITTER", "random")]);
+        assert_eq!(e[0].problem, Problem::UnknownName);
+        let (_, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR", "inf")]);
+        assert_eq!(e[0].problem, Problem::NotANumber);
+    }
+
+    #[test]
+    fn unknown_variables_with_our_prefix_are_reported() {
+        let (s, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_DEADLINE", "5000")]);
+        assert_eq!(s, Settings::default());
+        assert_eq!(e[0].problem, Problem::UnknownVariable);
+        assert!(e[0]
+            .to_string()
+            .contains("ACTIONS_RUNNER_PREFLIGHT_DEADLINE="));
+    }
+
+    #[test]
+    fn grace_below_ttl_is_refused() {
+        let (s, e) = env(&[
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "7200000"),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "60000"),
+        ]);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].problem, Problem::BelowTtl);
+        assert_eq!(s.cache.ttl, Duration::from_secs(7200));
+        assert_eq!(s.cache.grace, CachePolicy::new().grace);
+    }
+
+    #[test]
+    fn long_values_are_shortened_in_errors() {
+        let long = "9".repeat(500);
+        let (_, e) = Settings::from_env([("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", long.as_str())]);
+        assert_eq!(e[0].value.len(), 64);
+    }
+}

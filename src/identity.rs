@@ -1,0 +1,226 @@
+//! Who the check is for, and the key that signs its cache record, both
+//! derived from the service-account credential without keeping it.
+//!
+//! - The identity fingerprint names the subject. For a Kubernetes
+//!   service-account token (a JWT) it is derived from the token's `iss` and
+//!   `sub` claims (`system:serviceaccount:<ns>:<name>`), so it survives the
+//!   kubelet's hourly token rotation; for any other credential (an opaque
+//!   token, a client key) it is derived from the credential itself.
+//! - The MAC key is derived from the whole credential. A job container that
+//!   can write to `$RUNNER_TEMP` but does not hold the runner's token cannot
+//!   produce a record the runner accepts. A rotated token changes the key, so
+//!   the first check after a rotation asks the API once more.
+//!
+//! The claims are read, not verified: the apiserver verifies the token on
+//! every real call; here they only pick a stable name.
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::permission::hex;
+
+/// The identity fingerprint and MAC key for one credential.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Hex SHA-256 naming the subject (never the credential itself).
+    pub fingerprint: String,
+    /// HMAC-SHA256 key for cache records.
+    pub mac_key: [u8; 32],
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print key material.
+        f.debug_struct("Identity")
+            .field("fingerprint", &self.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    #[serde(default)]
+    iss: Option<String>,
+    sub: String,
+}
+
+impl Identity {
+    /// Derives the identity from a credential (token or client key bytes).
+    /// Returns `None` for an empty credential: there is nothing to bind a
+    /// cache record to, so caching is off.
+    pub fn from_credential(credential: &[u8]) -> Option<Identity> {
+        let credential = trim_ascii(credential);
+        if credential.is_empty() {
+            return None;
+        }
+        let subject = jwt_subject(credential);
+        let mut id = Sha256::new();
+        match &subject {
+            Some((iss, sub)) => {
+                id.update(b"k8s-auth-preflight/identity/jwt/v1\n");
+                id.update((iss.len() as u32).to_le_bytes());
+                id.update(iss.as_bytes());
+                id.update(sub.as_bytes());
+            }
+            None => {
+                id.update(b"k8s-auth-preflight/identity/opaque/v1\n");
+                id.update(credential);
+            }
+        }
+        let mut key = Sha256::new();
+        key.update(b"k8s-auth-preflight/mac-key/v1\n");
+        key.update(credential);
+        Some(Identity {
+            fingerprint: hex(&id.finalize()),
+            mac_key: key.finalize().into(),
+        })
+    }
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// `(iss, sub)` of a JWT, or `None` if this is not one we can read.
+fn jwt_subject(token: &[u8]) -> Option<(String, String)> {
+    if token.len() > 16 * 1024 {
+        return None;
+    }
+    let mut parts = token.split(|b| *b == b'.');
+    let _header = parts.next()?;
+    let payload = parts.next()?;
+    let _signature = parts.next()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    let json = base64url_decode(payload)?;
+    let claims: Claims = serde_json::from_slice(&json).ok()?;
+    if claims.sub.is_empty() {
+        return None;
+    }
+    Some((claims.iss.unwrap_or_default(), claims.sub))
+}
+
+/// Unpadded base64url (RFC 4648 §5), as JWTs use; padding is tolerated.
+fn base64url_decode(input: &[u8]) -> Option<Vec<u8>> {
+    let input = match input.iter().position(|b| *b == b'=') {
+        Some(i) => &input[..i],
+        None => input,
+    };
+    if input.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(input.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &c in input {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A JWT-shaped token with the given claims JSON (signature is junk:
+    /// nothing here verifies it).
+    pub(crate) fn jwt(claims: &str) -> String {
+        format!(
+            "eyJhbGciOiJSUzI1NiJ9.{}.c2lnbmF0dXJl",
+            base64url(claims.as_bytes())
+        )
+    }
+
+    fn base64url(bytes: &[u8]) -> String {
+        const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut s = String::new();
+        for chunk in bytes.chunks(3) {
+            let n =
+                chunk.iter().fold(0u32, |a, b| (a << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
+            for i in 0..=chunk.len() {
+                s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn base64url_round_trips() {
+        for text in [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "{\"sub\":\"x\"}",
+            "\u{00ff}\u{00fe}?>",
+        ] {
+            assert_eq!(
+                base64url_decode(base64url(text.as_bytes()).as_bytes()).unwrap(),
+                text.as_bytes()
+            );
+        }
+        assert_eq!(base64url_decode(b"a"), None);
+        assert_eq!(base64url_decode(b"ab+c"), None);
+    }
+
+    #[test]
+    fn rotated_tokens_of_one_account_share_an_identity_but_not_a_key() {
+        let claims = r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:ci:runner","exp":1}"#;
+        let rotated = r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:ci:runner","exp":2}"#;
+        let a = Identity::from_credential(jwt(claims).as_bytes()).unwrap();
+        let b = Identity::from_credential(jwt(rotated).as_bytes()).unwrap();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_ne!(a.mac_key, b.mac_key);
+        let other = Identity::from_credential(
+            jwt(r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:ci:other"}"#).as_bytes(),
+        )
+        .unwrap();
+        assert_ne!(a.fingerprint, other.fingerprint);
+    }
+
+    #[test]
+    fn opaque_credentials_are_their_own_identity() {
+        let a = Identity::from_credential(b"opaque-token-1").unwrap();
+        let b = Identity::from_credential(b"  opaque-token-1\n").unwrap();
+        let c = Identity::from_credential(b"opaque-token-2").unwrap();
+        assert_eq!(
+            a, b,
+            "surrounding whitespace (a token file's newline) is ignored"
+        );
+        assert_ne!(a.fingerprint, c.fingerprint);
+        assert!(Identity::from_credential(b"  \n").is_none());
+    }
+
+    #[test]
+    fn nothing_derived_contains_the_credential() {
+        let token = jwt(r#"{"sub":"system:serviceaccount:ci:runner"}"#);
+        let id = Identity::from_credential(token.as_bytes()).unwrap();
+        assert!(!id.fingerprint.contains(&token));
+        assert!(!format!("{id:?}").contains(&token));
+        assert!(!format!("{id:?}").contains("mac_key: ["));
+    }
+}

@@ -1,0 +1,828 @@
+//! The check itself: a sans-I/O state machine with a three-way outcome.
+//!
+//! The machine never sleeps, reads a clock, or touches a socket or a file.
+//! The caller (the JS shim, the replay, a test) drives it:
+//!
+//! ```text
+//! let mut check = Preflight::new(settings, &permissions, namespace, identity, cached, now)?;
+//! loop {
+//!     match check.poll(now) {
+//!         Action::Send { probe, attempt, review, timeout_ms } => start it; report with on_result
+//!         Action::Warn { message } => print it, poll again
+//!         Action::Wait { until_ms } => sleep until then or until a request settles
+//!         Action::Done { outcome } => act on it; stop
+//!     }
+//! }
+//! ```
+//!
+//! Inputs are [`Preflight::on_result`] (what a request returned) and the time
+//! given to every call; outputs are the [`Action`]s `poll` returns. Call
+//! `poll` until it returns `Wait` or `Done`: each call returns at most one
+//! `Send` or `Warn`.
+//!
+//! Every required permission is one probe (one SelfSubjectAccessReview); all
+//! probes run in parallel, each with its own [`Schedule`]. Each `Send` builds
+//! a fresh review body for that probe and attempt, so a retry can never
+//! submit another probe's verb.
+//!
+//! The outcome, decided once nothing is in flight:
+//! - any definitive `allowed: false` -> [`Verdict::Denied`] naming every
+//!   permission that was denied; nothing is cached and the record for this
+//!   key is to be deleted. A denial wins over everything else.
+//! - a fatal error -> [`Verdict::Error`], never retried.
+//! - a probe out of attempts, or the deadline -> a grace record if there is
+//!   one ([`Verdict::Allowed`] from [`Source::GraceCache`], with a warning),
+//!   else [`Verdict::Inconclusive`], whose message says it is NOT a denial.
+//! - every probe allowed -> [`Verdict::Allowed`] and the record to write.
+//!
+//! Once a probe is denied, exhausted or fatal, no new attempt starts; the
+//! requests in flight are awaited (each is bounded by its timeout), so a
+//! denial that is on its way is not lost.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::cache::{self, CacheKey, CacheState};
+use crate::classify::{classify, Class, ErrorFacts};
+use crate::config::{SettingError, Settings};
+use crate::identity::Identity;
+use crate::permission::{self, Permission, PermissionError, PermissionSpec};
+use crate::random::RandomSource;
+use crate::schedule::Schedule;
+
+/// What the caller must do next.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Action {
+    /// Start this request now, abandon it after `timeout_ms`, and report
+    /// its result with [`Preflight::on_result`] (`probe`, `attempt`). Then
+    /// poll again.
+    #[serde(rename_all = "camelCase")]
+    Send {
+        /// Which probe.
+        probe: usize,
+        /// Which attempt of that probe, from 1.
+        attempt: u32,
+        /// The body to POST; `None` for a generic call ([`Preflight::for_call`]).
+        review: Option<AccessReview>,
+        /// Abort the request after this long and report it as timed out.
+        timeout_ms: u64,
+    },
+    /// Print this warning (to the job log), then poll again.
+    Warn {
+        /// The text.
+        message: String,
+    },
+    /// Nothing to do until `until_ms` (Unix epoch ms) or until a request
+    /// settles, whichever comes first; then poll again.
+    #[serde(rename_all = "camelCase")]
+    Wait {
+        /// When to poll again at the latest.
+        until_ms: u64,
+    },
+    /// The check is over. Abort anything still in flight; every later poll
+    /// returns the same outcome.
+    Done {
+        /// What was decided.
+        outcome: Outcome,
+    },
+}
+
+/// A SelfSubjectAccessReview body, exactly as the API expects it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessReview {
+    /// `authorization.k8s.io/v1`
+    pub api_version: String,
+    /// `SelfSubjectAccessReview`
+    pub kind: String,
+    /// What is asked.
+    pub spec: AccessReviewSpec,
+}
+
+/// The spec of an [`AccessReview`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessReviewSpec {
+    /// The permission asked about.
+    pub resource_attributes: ResourceAttributes,
+}
+
+/// The resource attributes of an [`AccessReview`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceAttributes {
+    /// Namespace checked.
+    pub namespace: String,
+    /// API group; `""` for core.
+    pub group: String,
+    /// Resource.
+    pub resource: String,
+    /// Subresource, `""` for none.
+    pub subresource: String,
+    /// Verb.
+    pub verb: String,
+}
+
+impl AccessReview {
+    fn new(namespace: &str, p: &Permission) -> Self {
+        AccessReview {
+            api_version: "authorization.k8s.io/v1".into(),
+            kind: "SelfSubjectAccessReview".into(),
+            spec: AccessReviewSpec {
+                resource_attributes: ResourceAttributes {
+                    namespace: namespace.into(),
+                    group: p.group.clone(),
+                    resource: p.resource.clone(),
+                    subresource: p.subresource.clone(),
+                    verb: p.verb.clone(),
+                },
+            },
+        }
+    }
+}
+
+/// What a request returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ProbeResult {
+    /// The review answered: `status.allowed`.
+    Reviewed {
+        /// The API's verdict for this permission.
+        allowed: bool,
+        /// `status.reason`, if any (kept for the denial message).
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// A generic call ([`Preflight::for_call`]) succeeded.
+    Succeeded,
+    /// The request failed; the facts the shim saw.
+    Failed {
+        /// Normalized error facts.
+        facts: ErrorFacts,
+    },
+}
+
+/// What [`Preflight::on_result`] did with a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Accepted {
+    /// It changed the check.
+    Applied,
+    /// It was for an attempt that is no longer current (already timed out,
+    /// or the check is over) and was ignored.
+    Stale,
+}
+
+/// A result the machine cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ResultError {
+    /// No such probe.
+    #[error("no probe {0} in this check")]
+    UnknownProbe(usize),
+    /// A `succeeded` result for a review, which must say allowed or not.
+    #[error("probe {0} is a review; report `reviewed`, not `succeeded`")]
+    WrongResultKind(usize),
+}
+
+/// The verdict of a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// Every permission is granted (or a usable record says so).
+    Allowed,
+    /// At least one permission was definitively denied.
+    Denied,
+    /// The API gave no definitive answer in time. NOT a denial.
+    Inconclusive,
+    /// A fatal, non-retryable error.
+    Error,
+}
+
+/// Where an `allowed` verdict came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// This check's reviews.
+    Reviews,
+    /// A record younger than the TTL: no API call was made.
+    Cache,
+    /// A record past the TTL but within grace, used because the API could
+    /// not be reached.
+    GraceCache,
+}
+
+/// The result of a check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// For `allowed`: where it came from.
+    pub source: Option<Source>,
+    /// For `denied`: exactly the permissions the API denied.
+    pub missing: Vec<Permission>,
+    /// One line a person can act on (printed for every verdict but a plain
+    /// `allowed`).
+    pub message: String,
+    /// Warnings to print (cache problems, grace use).
+    pub warnings: Vec<String>,
+    /// The record to write to the cache file, if any.
+    pub record: Option<String>,
+    /// True when the cache file for this key must be deleted (a denial).
+    pub delete_record: bool,
+    /// The last transient error seen, if any.
+    pub last_error: Option<String>,
+    /// Requests started by this check.
+    pub requests: u32,
+    /// Time from the start of the check to the verdict, in ms.
+    pub elapsed_ms: u64,
+}
+
+/// A check that cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SetupError {
+    /// The permission table is unusable.
+    #[error(transparent)]
+    Permissions(#[from] PermissionError),
+    /// The namespace is empty or not a Kubernetes name.
+    #[error("invalid namespace {0:?}")]
+    Namespace(String),
+}
+
+#[derive(Debug, Clone)]
+enum Probe {
+    Access(Permission),
+    Call,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    /// The next attempt may start at this time.
+    Due {
+        at_ms: u64,
+    },
+    /// An attempt is in flight; it is abandoned at `timeout_at_ms`.
+    InFlight {
+        attempt: u32,
+        timeout_at_ms: u64,
+    },
+    Allowed,
+    Denied,
+    /// Out of attempts (or stopped because the check is ending).
+    Exhausted,
+    Fatal(String),
+}
+
+#[derive(Debug, Clone)]
+struct ProbeRun {
+    probe: Probe,
+    schedule: Schedule,
+    state: State,
+    attempt: u32,
+}
+
+/// One preflight check (or one generic call). See the module docs.
+#[derive(Debug, Clone)]
+pub struct Preflight {
+    settings: Settings,
+    namespace: String,
+    key: Option<CacheKey>,
+    cache: CacheState,
+    probes: Vec<ProbeRun>,
+    random: RandomSource,
+    started_ms: u64,
+    deadline_ms: u64,
+    latest_ms: u64,
+    /// No new attempts: a probe was denied, exhausted or fatal.
+    stopping: bool,
+    requests: u32,
+    last_error: Option<String>,
+    pending_warnings: VecDeque<String>,
+    warnings: Vec<String>,
+    warned_unreachable: bool,
+    outcome: Option<Outcome>,
+}
+
+impl Preflight {
+    /// A permission check of `permissions` in `namespace`.
+    ///
+    /// `identity` binds the cache record (`None`: caching off); `cached` is
+    /// the cache file's content, if there is one; `now_ms` is Unix epoch ms.
+    pub fn new(
+        settings: Settings,
+        permissions: &[PermissionSpec],
+        namespace: &str,
+        identity: Option<Identity>,
+        cached: Option<&[u8]>,
+        now_ms: u64,
+    ) -> Result<Preflight, SetupError> {
+        let permissions = permission::flatten(permissions)?;
+        check_namespace(namespace)?;
+        let key = identity
+            .filter(|_| settings.cache_enabled)
+            .map(|identity| CacheKey {
+                namespace: namespace.to_string(),
+                identity,
+                permissions: permission::fingerprint(&permissions),
+            });
+        let cache = match &key {
+            Some(key) => cache::judge(cached, key, &settings.cache, now_ms),
+            None => CacheState::Unusable(cache::Unusable::Missing),
+        };
+        let probes = permissions.into_iter().map(Probe::Access).collect();
+        let mut check = Preflight::start(settings, namespace, key, cache, probes, now_ms);
+        if let CacheState::Unusable(why) = &check.cache {
+            if why.deserves_warning() {
+                check.warnings.push(format!(
+                    "Ignoring this job's cached permission verdict: {}. Asking the Kubernetes API instead.",
+                    why.reason()
+                ));
+            }
+        }
+        if let CacheState::Fresh { .. } = check.cache {
+            let outcome = check.finish(Verdict::Allowed, Some(Source::Cache), now_ms);
+            check.outcome = Some(outcome);
+        }
+        Ok(check)
+    }
+
+    /// A check configured from `ACTIONS_RUNNER_PREFLIGHT_*` variables in
+    /// `env`, for the service account whose credential (bearer token, or
+    /// client key) is given. Bad settings and a missing credential become
+    /// warnings (`Warn` actions), never errors.
+    pub fn from_env<'a>(
+        env: impl IntoIterator<Item = (&'a str, &'a str)>,
+        permissions: &[PermissionSpec],
+        namespace: &str,
+        credential: Option<&[u8]>,
+        cached: Option<&[u8]>,
+        now_ms: u64,
+    ) -> Result<Preflight, SetupError> {
+        let (settings, errors) = Settings::from_env(env);
+        let identity = credential.and_then(Identity::from_credential);
+        let no_credential = identity.is_none() && settings.cache_enabled;
+        let mut check = Preflight::new(settings, permissions, namespace, identity, cached, now_ms)?;
+        check.queue_setting_warnings(errors);
+        if no_credential {
+            check.pending_warnings.push_back(
+                "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.".into(),
+            );
+        }
+        Ok(check)
+    }
+
+    /// A generic call configured from `env`, like [`Preflight::from_env`].
+    pub fn call_from_env<'a>(
+        env: impl IntoIterator<Item = (&'a str, &'a str)>,
+        now_ms: u64,
+    ) -> Preflight {
+        let (settings, errors) = Settings::from_env(env);
+        let mut check = Preflight::for_call(settings, now_ms);
+        check.queue_setting_warnings(errors);
+        check
+    }
+
+    fn queue_setting_warnings(&mut self, errors: Vec<SettingError>) {
+        self.pending_warnings
+            .extend(errors.iter().map(|e| e.to_string()));
+    }
+
+    /// A generic call with the same classifier and schedule: one probe, no
+    /// cache. `Send` actions carry no review; report `succeeded` or `failed`.
+    pub fn for_call(settings: Settings, now_ms: u64) -> Preflight {
+        let cache = CacheState::Unusable(cache::Unusable::Missing);
+        Preflight::start(settings, "", None, cache, vec![Probe::Call], now_ms)
+    }
+
+    fn start(
+        settings: Settings,
+        namespace: &str,
+        key: Option<CacheKey>,
+        cache: CacheState,
+        probes: Vec<Probe>,
+        now_ms: u64,
+    ) -> Preflight {
+        let random = match settings.seed {
+            Some(seed) => RandomSource::seeded(seed),
+            None => RandomSource::from_os(),
+        };
+        let deadline_ms = now_ms.saturating_add(millis(settings.backoff.deadline));
+        let probes = probes
+            .into_iter()
+            .map(|probe| ProbeRun {
+                probe,
+                schedule: Schedule::new(settings.backoff),
+                state: State::Due { at_ms: now_ms },
+                attempt: 0,
+            })
+            .collect();
+        Preflight {
+            settings,
+            namespace: namespace.to_string(),
+            key,
+            cache,
+            probes,
+            random,
+            started_ms: now_ms,
+            deadline_ms,
+            latest_ms: now_ms,
+            stopping: false,
+            requests: 0,
+            last_error: None,
+            pending_warnings: VecDeque::new(),
+            warnings: Vec::new(),
+            warned_unreachable: false,
+            outcome: None,
+        }
+    }
+
+    /// The number of probes (reviews) this check runs.
+    pub fn probe_count(&self) -> usize {
+        self.probes.len()
+    }
+
+    /// The cache's state as judged when the check started.
+    pub fn cache_state(&self) -> &CacheState {
+        &self.cache
+    }
+
+    /// The cache file name for this check's key, if caching is on.
+    pub fn cache_file_name(&self) -> Option<String> {
+        self.key.as_ref().map(cache::file_name)
+    }
+
+    /// The next thing to do. See [`Action`].
+    pub fn poll(&mut self, now_ms: u64) -> Action {
+        let now = self.observe(now_ms);
+        if self.outcome.is_none() {
+            self.expire_timeouts(now);
+        }
+        if let Some(message) = self.pending_warnings.pop_front() {
+            return Action::Warn { message };
+        }
+        if let Some(outcome) = &self.outcome {
+            return Action::Done {
+                outcome: outcome.clone(),
+            };
+        }
+        if now >= self.deadline_ms {
+            self.stop_everything();
+        }
+        if let Some(outcome) = self.try_conclude(now) {
+            self.outcome = Some(outcome.clone());
+            return Action::Done { outcome };
+        }
+        if let Some(send) = self.next_send(now) {
+            return send;
+        }
+        Action::Wait {
+            until_ms: self.next_wake(),
+        }
+    }
+
+    /// Reports what attempt `attempt` of probe `probe` returned, at `now_ms`.
+    pub fn on_result(
+        &mut self,
+        probe: usize,
+        attempt: u32,
+        now_ms: u64,
+        result: ProbeResult,
+    ) -> Result<Accepted, ResultError> {
+        let now = self.observe(now_ms);
+        let run = self
+            .probes
+            .get(probe)
+            .ok_or(ResultError::UnknownProbe(probe))?;
+        let current = matches!(run.state, State::InFlight { attempt: a, .. } if a == attempt);
+        if !current || self.outcome.is_some() {
+            return Ok(Accepted::Stale);
+        }
+        let is_call = matches!(run.probe, Probe::Call);
+        match result {
+            ProbeResult::Reviewed { allowed: true, .. } | ProbeResult::Succeeded if is_call => {
+                self.probes[probe].state = State::Allowed;
+            }
+            ProbeResult::Succeeded => return Err(ResultError::WrongResultKind(probe)),
+            ProbeResult::Reviewed { allowed: true, .. } => {
+                self.probes[probe].state = State::Allowed
+            }
+            ProbeResult::Reviewed { allowed: false, .. } if is_call => {
+                self.probes[probe].state = State::Allowed;
+            }
+            ProbeResult::Reviewed { allowed: false, .. } => {
+                self.probes[probe].state = State::Denied;
+                self.stopping = true;
+            }
+            ProbeResult::Failed { facts } => self.on_failure(probe, &facts, now),
+        }
+        Ok(Accepted::Applied)
+    }
+
+    fn on_failure(&mut self, probe: usize, facts: &ErrorFacts, now: u64) {
+        let class = classify(facts, now, self.settings.max_retry_after);
+        let evidence = describe(&class, facts);
+        if let Class::Fatal { .. } = class {
+            self.probes[probe].state = State::Fatal(evidence);
+            self.stopping = true;
+            return;
+        }
+        self.last_error = Some(evidence.clone());
+        if !self.warned_unreachable {
+            self.warned_unreachable = true;
+            self.pending_warnings.push_back(format!(
+                "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
+                self.settings.backoff.deadline.as_secs()
+            ));
+        }
+        if self.stopping {
+            self.probes[probe].state = State::Exhausted;
+            return;
+        }
+        let elapsed = Duration::from_millis(now - self.started_ms);
+        let run = &mut self.probes[probe];
+        let delay = match class {
+            Class::Throttled {
+                retry_after_ms: Some(ms),
+                ..
+            } => run
+                .schedule
+                .next_delay_after_pushback(elapsed, Duration::from_millis(ms)),
+            _ => run.schedule.next_delay(elapsed, &mut self.random),
+        };
+        match delay {
+            Some(delay) => {
+                run.state = State::Due {
+                    at_ms: now + millis(delay),
+                }
+            }
+            None => {
+                run.state = State::Exhausted;
+                self.stopping = true;
+            }
+        }
+    }
+
+    /// Time never runs backwards inside the machine.
+    fn observe(&mut self, now_ms: u64) -> u64 {
+        self.latest_ms = self.latest_ms.max(now_ms);
+        self.latest_ms
+    }
+
+    fn expire_timeouts(&mut self, now: u64) {
+        for index in 0..self.probes.len() {
+            if let State::InFlight { timeout_at_ms, .. } = self.probes[index].state {
+                if now >= timeout_at_ms {
+                    let facts = ErrorFacts {
+                        timed_out: true,
+                        message: "request timed out".into(),
+                        ..ErrorFacts::default()
+                    };
+                    self.on_failure(index, &facts, now);
+                }
+            }
+        }
+    }
+
+    fn stop_everything(&mut self) {
+        self.stopping = true;
+        for run in &mut self.probes {
+            if matches!(run.state, State::Due { .. } | State::InFlight { .. }) {
+                run.state = State::Exhausted;
+            }
+        }
+    }
+
+    fn next_send(&mut self, now: u64) -> Option<Action> {
+        if self.stopping {
+            return None;
+        }
+        let remaining = self.deadline_ms.saturating_sub(now);
+        let timeout_ms = millis(self.settings.request_timeout).min(remaining);
+        if timeout_ms == 0 {
+            return None;
+        }
+        let index = self
+            .probes
+            .iter()
+            .position(|run| matches!(run.state, State::Due { at_ms } if at_ms <= now))?;
+        let run = &mut self.probes[index];
+        run.attempt += 1;
+        run.state = State::InFlight {
+            attempt: run.attempt,
+            timeout_at_ms: now + timeout_ms,
+        };
+        self.requests += 1;
+        let review = match &run.probe {
+            Probe::Access(p) => Some(AccessReview::new(&self.namespace, p)),
+            Probe::Call => None,
+        };
+        Some(Action::Send {
+            probe: index,
+            attempt: run.attempt,
+            review,
+            timeout_ms,
+        })
+    }
+
+    fn next_wake(&self) -> u64 {
+        self.probes
+            .iter()
+            .filter_map(|run| match run.state {
+                State::Due { at_ms } if !self.stopping => Some(at_ms),
+                State::InFlight { timeout_at_ms, .. } => Some(timeout_at_ms),
+                _ => None,
+            })
+            .fold(self.deadline_ms, u64::min)
+    }
+
+    fn try_conclude(&mut self, now: u64) -> Option<Outcome> {
+        if self.stopping {
+            for run in &mut self.probes {
+                if let State::Due { .. } = run.state {
+                    run.state = State::Exhausted;
+                }
+            }
+        }
+        let busy = self
+            .probes
+            .iter()
+            .any(|run| matches!(run.state, State::Due { .. } | State::InFlight { .. }));
+        if busy {
+            return None;
+        }
+        let any = |f: fn(&State) -> bool| self.probes.iter().any(|run| f(&run.state));
+        let outcome = if any(|s| *s == State::Denied) {
+            self.finish(Verdict::Denied, None, now)
+        } else if any(|s| matches!(s, State::Fatal(_))) {
+            self.finish(Verdict::Error, None, now)
+        } else if any(|s| *s == State::Exhausted) {
+            match self.cache {
+                CacheState::Grace { .. } => {
+                    self.finish(Verdict::Allowed, Some(Source::GraceCache), now)
+                }
+                _ => self.finish(Verdict::Inconclusive, None, now),
+            }
+        } else {
+            self.finish(Verdict::Allowed, Some(Source::Reviews), now)
+        };
+        Some(outcome)
+    }
+
+    fn finish(&mut self, verdict: Verdict, source: Option<Source>, now: u64) -> Outcome {
+        let elapsed_ms = now.saturating_sub(self.started_ms);
+        let tried = format!("{:.1} s", elapsed_ms as f64 / 1000.0);
+        let last_error = self.last_error.clone();
+        let last = last_error.as_deref().unwrap_or("none");
+        let mut warnings = std::mem::take(&mut self.warnings);
+        let is_call = self
+            .probes
+            .iter()
+            .all(|run| matches!(run.probe, Probe::Call));
+        let mut missing = Vec::new();
+        let mut record = None;
+        let message = match (verdict, source) {
+            (Verdict::Allowed, Some(Source::Cache)) => {
+                "Permissions verified earlier in this job (cached verdict); no API call made.".to_string()
+            }
+            (Verdict::Allowed, Some(Source::GraceCache)) => {
+                let age = match self.cache {
+                    CacheState::Grace { age } => age.as_secs() / 60,
+                    _ => 0,
+                };
+                let text = format!(
+                    "The Kubernetes API could not be reached for {tried} (last error: {last}); using this job's earlier successful permission check from {age} min ago. This is not a permissions problem."
+                );
+                warnings.push(text.clone());
+                text
+            }
+            (Verdict::Allowed, _) => {
+                record = self.key.as_ref().map(|key| cache::record_for(key, now));
+                if self.requests > self.probes.len() as u32 {
+                    format!(
+                        "Permissions verified after {} requests in {tried} (the API failed transiently: {last}).",
+                        self.requests
+                    )
+                } else {
+                    "Permissions verified.".to_string()
+                }
+            }
+            (Verdict::Denied, _) => {
+                missing = self
+                    .probes
+                    .iter()
+                    .filter(|run| run.state == State::Denied)
+                    .filter_map(|run| match &run.probe {
+                        Probe::Access(p) => Some(p.clone()),
+                        Probe::Call => None,
+                    })
+                    .collect();
+                let names: Vec<String> = missing.iter().map(|p| p.to_string()).collect();
+                let unchecked = self
+                    .probes
+                    .iter()
+                    .filter(|run| !matches!(run.state, State::Denied | State::Allowed))
+                    .count();
+                let mut text = format!("denied: {} in namespace {:?}", names.join(", "), self.namespace);
+                if unchecked > 0 {
+                    text.push_str(&format!(" ({unchecked} other permission(s) could not be checked)"));
+                }
+                text
+            }
+            (Verdict::Error, _) => {
+                let why = self
+                    .probes
+                    .iter()
+                    .find_map(|run| match &run.state {
+                        State::Fatal(why) => Some(why.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                if is_call {
+                    format!("The Kubernetes API call failed with a non-retryable error: {why}.")
+                } else {
+                    format!("The permission check failed with a non-retryable error: {why}. It was not retried.")
+                }
+            }
+            (Verdict::Inconclusive, _) if is_call => format!(
+                "The Kubernetes API call did not succeed within {tried} ({} attempts; last error: {last}).",
+                self.requests
+            ),
+            (Verdict::Inconclusive, _) => format!(
+                "Could not verify the service account's permissions in namespace {:?}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}). This is NOT a permissions denial: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health, not RBAC.",
+                self.namespace, self.requests
+            ),
+        };
+        Outcome {
+            verdict,
+            source,
+            delete_record: verdict == Verdict::Denied && self.key.is_some(),
+            missing,
+            message,
+            warnings,
+            record,
+            last_error,
+            requests: self.requests,
+            elapsed_ms,
+        }
+    }
+}
+
+/// The cache file name a check with these inputs would use, or `None` when
+/// caching is off (by setting, or for want of a credential). Lets the caller
+/// read the file before it builds the check.
+pub fn cache_file_name<'a>(
+    env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    permissions: &[PermissionSpec],
+    namespace: &str,
+    credential: Option<&[u8]>,
+) -> Result<Option<String>, SetupError> {
+    let (settings, _) = Settings::from_env(env);
+    let permissions = permission::flatten(permissions)?;
+    check_namespace(namespace)?;
+    if !settings.cache_enabled {
+        return Ok(None);
+    }
+    Ok(credential
+        .and_then(Identity::from_credential)
+        .map(|identity| {
+            cache::file_name(&CacheKey {
+                namespace: namespace.to_string(),
+                identity,
+                permissions: permission::fingerprint(&permissions),
+            })
+        }))
+}
+
+fn describe(class: &Class, facts: &ErrorFacts) -> String {
+    let why = class.why();
+    let detail = facts.message.trim();
+    if detail.is_empty() || detail.len() > 160 {
+        why.to_string()
+    } else if detail.contains(why) {
+        detail.to_string()
+    } else {
+        format!("{why}: {detail}")
+    }
+}
+
+fn check_namespace(namespace: &str) -> Result<(), SetupError> {
+    let ok = !namespace.is_empty()
+        && namespace.len() <= 253
+        && namespace
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(SetupError::Namespace(namespace.chars().take(80).collect()))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

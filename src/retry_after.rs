@@ -1,0 +1,191 @@
+//! Reading a `Retry-After` header value.
+//!
+//! RFC 9110 §10.2.3 allows either a number of seconds (`120`) or an HTTP date
+//! (`Sun, 06 Nov 1994 08:49:37 GMT`). Servers and proxies send other things
+//! too: fractions, negative numbers, huge numbers, garbage. This module turns
+//! the header into a wait in milliseconds that is never negative and never
+//! longer than the caller's limit, and says `None` for anything it cannot
+//! read, so the caller falls back to its own backoff.
+
+use std::time::Duration;
+
+/// Parses a `Retry-After` value given the current time (Unix epoch, ms) and
+/// the longest wait the caller is willing to honour.
+///
+/// - seconds (`"3"`, `" 3 "`, `"1.5"`): that long, clamped to `0..=limit`;
+///   a negative number clamps to zero.
+/// - an IMF-fixdate (`"Wed, 21 Oct 2026 02:15:51 GMT"`): the time until then,
+///   zero when it is in the past, clamped to the limit.
+/// - anything else: `None`.
+pub fn parse_retry_after(value: &str, now_ms: u64, limit: Duration) -> Option<Duration> {
+    let value = value.trim();
+    if value.is_empty() || value.len() > 64 {
+        return None;
+    }
+    let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+    if let Some(ms) = parse_seconds(value) {
+        return Some(Duration::from_millis(ms.min(limit_ms)));
+    }
+    let at_ms = parse_http_date(value)?;
+    Some(Duration::from_millis(
+        at_ms.saturating_sub(now_ms).min(limit_ms),
+    ))
+}
+
+/// Seconds, possibly fractional, possibly negative (clamped to 0). Returns ms,
+/// saturating for huge values.
+fn parse_seconds(value: &str) -> Option<u64> {
+    let (negative, digits) = match value.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, value.strip_prefix('+').unwrap_or(value)),
+    };
+    let (whole, fraction) = match digits.split_once('.') {
+        Some((w, f)) => (w, f),
+        None => (digits, ""),
+    };
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    if negative {
+        return Some(0);
+    }
+    let mut ms: u64 = 0;
+    for b in whole.bytes() {
+        ms = ms.saturating_mul(10).saturating_add(u64::from(b - b'0'));
+    }
+    ms = ms.saturating_mul(1000);
+    let mut scale = 100;
+    for b in fraction.bytes().take(3) {
+        ms = ms.saturating_add(u64::from(b - b'0') * scale);
+        scale /= 10;
+    }
+    Some(ms)
+}
+
+/// IMF-fixdate, the only date form RFC 9110 asks senders to produce:
+/// `Sun, 06 Nov 1994 08:49:37 GMT`. Returns Unix epoch milliseconds.
+fn parse_http_date(value: &str) -> Option<u64> {
+    let rest = value.split_once(", ")?.1;
+    let mut parts = rest.split(' ');
+    let day: u64 = number(parts.next()?, 2)?;
+    let month = month_number(parts.next()?)?;
+    let year: u64 = number(parts.next()?, 4)?;
+    let mut clock = parts.next()?.split(':');
+    let hour: u64 = number(clock.next()?, 2)?;
+    let minute: u64 = number(clock.next()?, 2)?;
+    let second: u64 = number(clock.next()?, 2)?;
+    if clock.next().is_some() || parts.next()? != "GMT" || parts.next().is_some() {
+        return None;
+    }
+    if !(1970..=9999).contains(&year)
+        || !(1..=days_in_month(year, month)).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let days = days_since_epoch(year, month, day);
+    Some((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000)
+}
+
+fn number(s: &str, width: usize) -> Option<u64> {
+    if s.len() != width || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn month_number(s: &str) -> Option<u64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    MONTHS.iter().position(|m| *m == s).map(|i| i as u64 + 1)
+}
+
+fn is_leap(year: u64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: u64, month: u64) -> u64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+fn days_since_epoch(year: u64, month: u64, day: u64) -> u64 {
+    let mut days = 0;
+    for y in 1970..year {
+        days += if is_leap(y) { 366 } else { 365 };
+    }
+    for m in 1..month {
+        days += days_in_month(year, m);
+    }
+    days + day - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: Duration = Duration::from_secs(32);
+    // 2026-10-21T02:15:26Z, the start of the incident's stall.
+    const NOW: u64 = 1_792_548_926_000;
+
+    #[test]
+    fn seconds_are_read_and_clamped() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("3", Some(3_000)),
+            (" 7 ", Some(7_000)),
+            ("1.5", Some(1_500)),
+            ("0", Some(0)),
+            ("-4", Some(0)),
+            ("86400", Some(32_000)),
+            ("99999999999999999999999", Some(32_000)),
+            ("", None),
+            ("soon", None),
+            ("1e3", None),
+            ("3 s", None),
+            (".5", None),
+        ];
+        for (value, want) in cases {
+            let got = parse_retry_after(value, NOW, LIMIT).map(|d| d.as_millis() as u64);
+            assert_eq!(got, *want, "Retry-After {value:?}");
+        }
+    }
+
+    #[test]
+    fn http_dates_become_a_wait_from_now() {
+        let at = |s: &str| parse_retry_after(s, NOW, LIMIT).map(|d| d.as_millis() as u64);
+        assert_eq!(at("Wed, 21 Oct 2026 02:15:31 GMT"), Some(5_000));
+        assert_eq!(at("Wed, 21 Oct 2026 02:15:26 GMT"), Some(0));
+        assert_eq!(
+            at("Wed, 21 Oct 2026 02:00:00 GMT"),
+            Some(0),
+            "past dates wait 0"
+        );
+        assert_eq!(at("Thu, 22 Oct 2026 02:15:26 GMT"), Some(32_000), "clamped");
+        assert_eq!(at("Wed, 21 Oct 2026 02:15:31 UTC"), None);
+        assert_eq!(at("Wed, 31 Feb 2026 02:15:31 GMT"), None);
+        assert_eq!(at("Wed, 21 Oct 2026 25:15:31 GMT"), None);
+        assert_eq!(at("21 Oct 2026 02:15:31 GMT"), None);
+    }
+
+    #[test]
+    fn epoch_arithmetic_matches_known_dates() {
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777_000)
+        );
+        assert_eq!(
+            parse_http_date("Tue, 29 Feb 2000 12:00:00 GMT"),
+            Some(951_825_600_000)
+        );
+        assert_eq!(parse_http_date("Wed, 21 Oct 2026 02:15:26 GMT"), Some(NOW));
+    }
+}

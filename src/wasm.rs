@@ -1,0 +1,235 @@
+//! The WebAssembly boundary: conversion only, no decisions.
+//!
+//! Every function here turns JS values into Rust values, calls the core, and
+//! turns the answer back (camelCase objects through serde-wasm-bindgen, in
+//! JSON-compatible form: `null` for none, plain numbers for times). Errors
+//! cross as JS `Error`s with a stable `code` property.
+
+use std::time::Duration;
+
+use js_sys::{Object, Reflect, Uint8Array};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::classify::{classify as classify_facts, ErrorFacts};
+use crate::config::{Settings, PREFIX};
+use crate::permission::PermissionSpec;
+use crate::preflight::{self, Preflight as Machine, ProbeResult, ResultError, SetupError};
+use crate::random::RandomSource;
+use crate::schedule::Schedule;
+
+/// A preflight check (or a generic call) driven from JavaScript.
+#[wasm_bindgen(js_name = Preflight)]
+pub struct WasmPreflight {
+    machine: Machine,
+}
+
+#[wasm_bindgen(js_class = Preflight)]
+impl WasmPreflight {
+    /// `new Preflight(env, permissions, namespace, credential, cachedRecord, nowMs)`.
+    /// `credential` and `cachedRecord` are a string, a Uint8Array, or null.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        env: &JsValue,
+        permissions: JsValue,
+        namespace: &str,
+        credential: &JsValue,
+        cached_record: &JsValue,
+        now_ms: f64,
+    ) -> Result<WasmPreflight, JsValue> {
+        let env = env_pairs(env);
+        let permissions: Vec<PermissionSpec> = from_js(permissions, "permissions")?;
+        let credential = bytes(credential);
+        let cached = bytes(cached_record);
+        let machine = Machine::from_env(
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &permissions,
+            namespace,
+            credential.as_deref(),
+            cached.as_deref(),
+            time(now_ms)?,
+        )
+        .map_err(setup_error)?;
+        Ok(WasmPreflight { machine })
+    }
+
+    /// `Preflight.forCall(env, nowMs)`: one generic call, no cache.
+    #[wasm_bindgen(js_name = forCall)]
+    pub fn for_call(env: &JsValue, now_ms: f64) -> Result<WasmPreflight, JsValue> {
+        let env = env_pairs(env);
+        let machine = Machine::call_from_env(
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            time(now_ms)?,
+        );
+        Ok(WasmPreflight { machine })
+    }
+
+    /// The next action: `{type:'send', probe, attempt, review, timeoutMs}`,
+    /// `{type:'warn', message}`, `{type:'wait', untilMs}` or
+    /// `{type:'done', outcome}`.
+    pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
+        let now = time(now_ms)?;
+        to_js(&self.machine.poll(now))
+    }
+
+    /// Reports a result: `{type:'reviewed', allowed}`, `{type:'succeeded'}`
+    /// or `{type:'failed', facts}`. Returns `'applied'` or `'stale'`.
+    #[wasm_bindgen(js_name = onResult)]
+    pub fn on_result(
+        &mut self,
+        probe: u32,
+        attempt: u32,
+        now_ms: f64,
+        result: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let result: ProbeResult = from_js(result, "result")?;
+        let accepted = self
+            .machine
+            .on_result(probe as usize, attempt, time(now_ms)?, result)
+            .map_err(result_error)?;
+        to_js(&accepted)
+    }
+
+    /// How many reviews this check runs.
+    #[wasm_bindgen(js_name = probeCount)]
+    pub fn probe_count(&self) -> u32 {
+        self.machine.probe_count() as u32
+    }
+}
+
+/// `cacheFileName(env, permissions, namespace, credential)`: the cache file
+/// name for these inputs, or null when caching is off.
+#[wasm_bindgen(js_name = cacheFileName)]
+pub fn cache_file_name(
+    env: &JsValue,
+    permissions: JsValue,
+    namespace: &str,
+    credential: &JsValue,
+) -> Result<Option<String>, JsValue> {
+    let env = env_pairs(env);
+    let permissions: Vec<PermissionSpec> = from_js(permissions, "permissions")?;
+    let credential = bytes(credential);
+    preflight::cache_file_name(
+        env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        &permissions,
+        namespace,
+        credential.as_deref(),
+    )
+    .map_err(setup_error)
+}
+
+/// `classify(facts, nowMs, env?)`: the class of one failure.
+#[wasm_bindgen]
+pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
+    let facts: ErrorFacts = from_js(facts, "facts")?;
+    let settings = settings_from(env).0;
+    to_js(&classify_facts(
+        &facts,
+        time(now_ms)?,
+        settings.max_retry_after,
+    ))
+}
+
+/// `settingsWarnings(env)`: the warnings the settings in `env` produce.
+#[wasm_bindgen(js_name = settingsWarnings)]
+pub fn settings_warnings(env: &JsValue) -> Vec<String> {
+    settings_from(env).1
+}
+
+/// `previewSchedule(env)`: the delays (ms) the settings in `env` give if
+/// every attempt fails at once (seeded by `ACTIONS_RUNNER_PREFLIGHT_SEED`,
+/// else OS randomness).
+#[wasm_bindgen(js_name = previewSchedule)]
+pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
+    let settings = settings_from(env).0;
+    let mut random = match settings.seed {
+        Some(seed) => RandomSource::seeded(seed),
+        None => RandomSource::from_os(),
+    };
+    Schedule::preview(settings.backoff, &mut random)
+        .into_iter()
+        .map(|d: Duration| d.as_millis() as f64)
+        .collect()
+}
+
+fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
+    let env = env_pairs(env);
+    let (settings, errors) = Settings::from_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    (settings, errors.iter().map(|e| e.to_string()).collect())
+}
+
+/// The string-valued `ACTIONS_RUNNER_PREFLIGHT_*` entries of an object
+/// (`process.env`); anything else (null, undefined, non-objects) is empty.
+fn env_pairs(env: &JsValue) -> Vec<(String, String)> {
+    if !env.is_object() {
+        return Vec::new();
+    }
+    let mut pairs = Vec::new();
+    for entry in Object::entries(env.unchecked_ref::<Object>()).iter() {
+        let key = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string());
+        let value = Reflect::get_u32(&entry, 1).ok().and_then(|v| v.as_string());
+        if let (Some(key), Some(value)) = (key, value) {
+            if key.starts_with(PREFIX) {
+                pairs.push((key, value));
+            }
+        }
+    }
+    pairs
+}
+
+/// A string or Uint8Array as bytes; anything else is "none".
+fn bytes(value: &JsValue) -> Option<Vec<u8>> {
+    if let Some(s) = value.as_string() {
+        return Some(s.into_bytes());
+    }
+    value.dyn_ref::<Uint8Array>().map(Uint8Array::to_vec)
+}
+
+/// Epoch milliseconds from JS: finite, not negative, exact in a double.
+fn time(now_ms: f64) -> Result<u64, JsValue> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if now_ms.is_finite() && (0.0..=MAX_SAFE).contains(&now_ms) {
+        Ok(now_ms as u64)
+    } else {
+        Err(error(
+            "PREFLIGHT_BAD_TIME",
+            &format!("nowMs must be a finite, non-negative number of ms, got {now_ms}"),
+        ))
+    }
+}
+
+fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsValue> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| error("PREFLIGHT_BAD_INPUT", &format!("invalid {what}: {e}")))
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| {
+            error(
+                "PREFLIGHT_INTERNAL",
+                &format!("cannot convert a result to JS: {e}"),
+            )
+        })
+}
+
+fn setup_error(e: SetupError) -> JsValue {
+    let code = match e {
+        SetupError::Permissions(_) => "PREFLIGHT_BAD_PERMISSIONS",
+        SetupError::Namespace(_) => "PREFLIGHT_BAD_NAMESPACE",
+    };
+    error(code, &e.to_string())
+}
+
+fn result_error(e: ResultError) -> JsValue {
+    error("PREFLIGHT_BAD_RESULT", &e.to_string())
+}
+
+fn error(code: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    // Setting a property on a fresh Error cannot fail.
+    let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(code));
+    e.into()
+}

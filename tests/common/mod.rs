@@ -1,0 +1,174 @@
+//! A simulated apiserver and clock for driving the state machine in tests.
+//!
+//! The clock jumps to the next thing that happens (a response arriving, or
+//! the machine's wake-up time); a run gives up after a bounded number of
+//! steps, so a livelock fails the test instead of hanging it.
+
+#![allow(dead_code)]
+
+use k8s_auth_preflight::preflight::{AccessReview, Action, Outcome, ProbeResult};
+use k8s_auth_preflight::{ErrorFacts, PermissionSpec, Preflight};
+
+/// Epoch ms at which simulated checks start (2026-10-21T02:15:26Z).
+pub const T0: u64 = 1_792_548_926_000;
+
+/// What the simulated server does with one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Answer after `latency` ms with `status.allowed`.
+    Review { allowed: bool, latency: u64 },
+    /// Fail after `latency` ms with these facts.
+    Fail { facts: ErrorFacts, latency: u64 },
+    /// Never answer (the shim's timeout, or the machine's, ends it).
+    Hang,
+}
+
+/// One request the machine sent.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub at: u64,
+    pub probe: usize,
+    pub attempt: u32,
+    pub review: Option<AccessReview>,
+    pub timeout_ms: u64,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct Run {
+    pub outcome: Outcome,
+    pub sent: Vec<Sent>,
+    pub warnings: Vec<String>,
+    pub done_at: u64,
+}
+
+pub fn refused() -> ErrorFacts {
+    ErrorFacts {
+        codes: vec!["ECONNREFUSED".into()],
+        name: Some("TypeError".into()),
+        message: "fetch failed".into(),
+        ..Default::default()
+    }
+}
+
+pub fn status(code: u16) -> ErrorFacts {
+    ErrorFacts {
+        status: Some(code),
+        message: format!("HTTP-Code: {code}"),
+        ..Default::default()
+    }
+}
+
+pub fn healthy(allowed: bool) -> Reply {
+    Reply::Review {
+        allowed,
+        latency: 10,
+    }
+}
+
+pub fn fail(facts: ErrorFacts) -> Reply {
+    Reply::Fail { facts, latency: 5 }
+}
+
+/// The hooks' upstream permission table (13 reviews).
+pub fn hooks_permissions() -> Vec<PermissionSpec> {
+    let row = |resource: &str, sub: &str, verbs: &[&str]| PermissionSpec {
+        group: String::new(),
+        resource: resource.into(),
+        subresource: sub.into(),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        verb: None,
+    };
+    vec![
+        row("pods", "", &["get", "list", "create", "delete"]),
+        row("pods", "exec", &["get", "create"]),
+        row("pods", "log", &["get", "list", "watch"]),
+        row("secrets", "", &["get", "list", "create", "delete"]),
+    ]
+}
+
+/// Drives `check` against `server(now, sent) -> Reply` until it is done.
+pub fn drive(
+    check: &mut Preflight,
+    start: u64,
+    mut server: impl FnMut(u64, &Sent) -> Reply,
+) -> Run {
+    let mut now = start;
+    let mut sent = Vec::new();
+    let mut warnings = Vec::new();
+    // (arrives_at, probe, attempt, result)
+    let mut pending: Vec<(u64, usize, u32, ProbeResult)> = Vec::new();
+    for _step in 0..100_000 {
+        match check.poll(now) {
+            Action::Send {
+                probe,
+                attempt,
+                review,
+                timeout_ms,
+            } => {
+                let s = Sent {
+                    at: now,
+                    probe,
+                    attempt,
+                    review,
+                    timeout_ms,
+                };
+                match server(now, &s) {
+                    Reply::Review { allowed, latency } => pending.push((
+                        now + latency,
+                        probe,
+                        attempt,
+                        ProbeResult::Reviewed {
+                            allowed,
+                            reason: None,
+                        },
+                    )),
+                    Reply::Fail { facts, latency } => {
+                        pending.push((now + latency, probe, attempt, ProbeResult::Failed { facts }))
+                    }
+                    // The shim's timer reports the timeout.
+                    Reply::Hang => pending.push((
+                        now + timeout_ms,
+                        probe,
+                        attempt,
+                        ProbeResult::Failed {
+                            facts: ErrorFacts {
+                                timed_out: true,
+                                name: Some("AbortError".into()),
+                                message: "This operation was aborted".into(),
+                                ..Default::default()
+                            },
+                        },
+                    )),
+                }
+                sent.push(s);
+            }
+            Action::Warn { message } => warnings.push(message),
+            Action::Done { outcome } => {
+                return Run {
+                    outcome,
+                    sent,
+                    warnings,
+                    done_at: now,
+                }
+            }
+            Action::Wait { until_ms } => {
+                assert!(
+                    until_ms >= now || !pending.is_empty(),
+                    "wait into the past: {until_ms} < {now}"
+                );
+                let next_arrival = pending.iter().map(|p| p.0).min();
+                match next_arrival {
+                    Some(at) if at <= until_ms => {
+                        now = now.max(at);
+                        let index = pending.iter().position(|p| p.0 == at).unwrap();
+                        let (_, probe, attempt, result) = pending.remove(index);
+                        check.on_result(probe, attempt, now, result).unwrap();
+                    }
+                    _ => now = now.max(until_ms),
+                }
+            }
+        }
+    }
+    panic!("the check did not finish within 100000 steps");
+}

@@ -1,0 +1,585 @@
+//! The three-way outcome state machine, driven with a simulated clock and
+//! apiserver. Each test pins one rule of the outcome.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+use k8s_auth_preflight::cache::{self, CacheKey};
+use k8s_auth_preflight::preflight::{Accepted, Action, ResultError};
+use k8s_auth_preflight::{
+    permission, ErrorFacts, Identity, Jitter, Preflight, ProbeResult, Settings, Source, Verdict,
+};
+
+const TOKEN: &str = "test-token-for-the-runner";
+const MIN: u64 = 60_000;
+
+fn settings() -> Settings {
+    let mut s = Settings::new();
+    s.seed = Some(7);
+    s
+}
+
+fn identity() -> Identity {
+    Identity::from_credential(TOKEN.as_bytes()).unwrap()
+}
+
+fn key(namespace: &str) -> CacheKey {
+    let perms = permission::flatten(&hooks_permissions()).unwrap();
+    CacheKey {
+        namespace: namespace.into(),
+        identity: identity(),
+        permissions: permission::fingerprint(&perms),
+    }
+}
+
+fn check(settings: Settings, cached: Option<&str>, now: u64) -> Preflight {
+    Preflight::new(
+        settings,
+        &hooks_permissions(),
+        "ci",
+        Some(identity()),
+        cached.map(str::as_bytes),
+        now,
+    )
+    .unwrap()
+}
+
+fn per_probe(run: &Run) -> HashMap<usize, usize> {
+    let mut counts = HashMap::new();
+    for s in &run.sent {
+        *counts.entry(s.probe).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[test]
+fn fresh_cache_answers_before_any_request() {
+    let record = cache::record_for(&key("ci"), T0 - 10 * MIN);
+    let mut c = check(settings(), Some(&record), T0);
+    let run = drive(&mut c, T0, |_, _| panic!("a fresh cache must not send"));
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.outcome.source, Some(Source::Cache));
+    assert_eq!(run.outcome.requests, 0);
+    assert!(
+        run.outcome.record.is_none(),
+        "a cache hit does not rewrite the record"
+    );
+}
+
+#[test]
+fn all_allowed_is_allowed_with_a_record_that_the_next_step_uses() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, _| healthy(true));
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.outcome.source, Some(Source::Reviews));
+    assert_eq!(run.sent.len(), 13, "one review per verb, in parallel");
+    assert!(
+        run.sent.iter().all(|s| s.at == T0),
+        "all reviews start at once"
+    );
+    assert!(run.warnings.is_empty(), "{:?}", run.warnings);
+    let record = run
+        .outcome
+        .record
+        .clone()
+        .expect("an allowed verdict is cached");
+    // The next step of the job, a minute later: zero requests.
+    let mut next = check(settings(), Some(&record), T0 + MIN);
+    let again = drive(&mut next, T0 + MIN, |_, _| {
+        panic!("must be served from the cache")
+    });
+    assert_eq!(again.outcome.source, Some(Source::Cache));
+}
+
+#[test]
+fn a_definitive_denial_names_exactly_what_is_missing() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, s| {
+        let a = &s.review.as_ref().unwrap().spec.resource_attributes;
+        let denied = (a.verb == "create" && a.subresource == "exec")
+            || (a.verb == "delete" && a.resource == "secrets");
+        healthy(!denied)
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Denied);
+    let names: Vec<String> = run.outcome.missing.iter().map(|p| p.to_string()).collect();
+    assert_eq!(names, ["create pods/exec", "delete secrets"]);
+    assert_eq!(
+        run.outcome.message,
+        "denied: create pods/exec, delete secrets in namespace \"ci\""
+    );
+    assert!(run.outcome.record.is_none(), "a denial is never cached");
+    assert!(
+        run.outcome.delete_record,
+        "a stale record for this key is to be deleted"
+    );
+    assert_eq!(run.sent.len(), 13, "a denial is not retried");
+}
+
+#[test]
+fn a_denial_wins_over_transient_errors_elsewhere() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, s| {
+        if s.probe == 0 {
+            healthy(false)
+        } else {
+            fail(refused())
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Denied);
+    assert_eq!(run.outcome.missing.len(), 1);
+    assert!(run
+        .outcome
+        .message
+        .contains("12 other permission(s) could not be checked"));
+    assert!(
+        run.done_at < T0 + 1_000,
+        "no retries once a denial is known"
+    );
+}
+
+#[test]
+fn a_stall_then_a_403_window_then_recovery_is_allowed() {
+    // The 2026-10-21 shape: 25 s refused, then 3 s of transient 403 for half
+    // the requests, then healthy.
+    let mut c = check(settings(), None, T0);
+    let mut n = 0u64;
+    let run = drive(&mut c, T0, |now, _| {
+        n += 1;
+        match now - T0 {
+            t if t < 25_000 => fail(refused()),
+            t if t < 28_000 && n % 2 == 0 => fail(status(403)),
+            _ => healthy(true),
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.outcome.source, Some(Source::Reviews));
+    assert!(run.outcome.record.is_some());
+    assert!(run.sent.len() > 13);
+    assert_eq!(
+        run.warnings.len(),
+        1,
+        "one warning per check, not per retry: {:?}",
+        run.warnings
+    );
+    assert!(
+        run.warnings[0].contains("ECONNREFUSED"),
+        "{}",
+        run.warnings[0]
+    );
+    assert!(run.warnings[0].contains("not a permissions problem"));
+    assert!(
+        run.outcome.message.contains("after"),
+        "{}",
+        run.outcome.message
+    );
+    assert!(run.done_at >= T0 + 25_000 && run.done_at < T0 + 60_000);
+}
+
+#[test]
+fn a_stall_past_the_deadline_is_inconclusive_and_says_it_is_not_a_denial() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, _| fail(refused()));
+    let o = &run.outcome;
+    assert_eq!(o.verdict, Verdict::Inconclusive);
+    assert!(
+        o.message.contains("NOT a permissions denial"),
+        "{}",
+        o.message
+    );
+    assert!(
+        o.message.contains("ECONNREFUSED"),
+        "names the last transient error: {}",
+        o.message
+    );
+    assert!(
+        o.message
+            .contains(&format!("{:.1} s", o.elapsed_ms as f64 / 1000.0)),
+        "says how long it tried: {}",
+        o.message
+    );
+    assert!(o.record.is_none() && !o.delete_record);
+    assert!(run.done_at <= T0 + 90_000, "finishes by the deadline");
+    assert!(o.elapsed_ms > 40_000, "it really tried: {}", o.elapsed_ms);
+}
+
+#[test]
+fn a_stall_past_the_deadline_uses_a_grace_record() {
+    let record = cache::record_for(&key("ci"), T0 - 2 * 60 * MIN);
+    let mut c = check(settings(), Some(&record), T0);
+    let run = drive(&mut c, T0, |_, _| fail(refused()));
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.outcome.source, Some(Source::GraceCache));
+    assert_eq!(run.outcome.warnings.len(), 1);
+    assert!(
+        run.outcome.warnings[0].contains("120 min ago"),
+        "{}",
+        run.outcome.warnings[0]
+    );
+    assert!(
+        run.outcome.record.is_none(),
+        "a grace answer does not refresh the record"
+    );
+}
+
+#[test]
+fn a_grace_record_is_not_used_while_the_api_answers() {
+    let record = cache::record_for(&key("ci"), T0 - 2 * 60 * MIN);
+    let mut c = check(settings(), Some(&record), T0);
+    let run = drive(&mut c, T0, |_, _| healthy(true));
+    assert_eq!(run.outcome.source, Some(Source::Reviews));
+    assert_eq!(run.sent.len(), 13);
+    assert!(run.outcome.record.is_some(), "refreshed");
+    let mut denied = check(settings(), Some(&record), T0);
+    let run = drive(&mut denied, T0, |_, s| healthy(s.probe != 3));
+    assert_eq!(
+        run.outcome.verdict,
+        Verdict::Denied,
+        "a grace record never hides a denial"
+    );
+    assert!(run.outcome.delete_record);
+}
+
+#[test]
+fn a_fatal_error_ends_the_check_without_retrying() {
+    for facts in [
+        status(404),
+        ErrorFacts {
+            status: Some(201),
+            name: Some("SyntaxError".into()),
+            message: "Unexpected end of JSON input".into(),
+            ..Default::default()
+        },
+    ] {
+        let mut c = check(settings(), None, T0);
+        let f = facts.clone();
+        let run = drive(&mut c, T0, move |_, s| {
+            if s.probe == 2 {
+                fail(f.clone())
+            } else {
+                healthy(true)
+            }
+        });
+        assert_eq!(run.outcome.verdict, Verdict::Error, "{facts:?}");
+        assert_eq!(per_probe(&run)[&2], 1, "not retried");
+        assert_eq!(run.sent.len(), 13);
+        assert!(
+            run.outcome.message.contains("non-retryable"),
+            "{}",
+            run.outcome.message
+        );
+        assert!(run.outcome.record.is_none());
+    }
+}
+
+#[test]
+fn a_hung_request_is_abandoned_at_its_timeout_and_a_late_answer_is_ignored() {
+    let mut c = check(settings(), None, T0);
+    // Attempt 1 of every probe hangs; the machine gives up on it at 10 s.
+    let mut first = None;
+    for _ in 0..13 {
+        match c.poll(T0) {
+            Action::Send {
+                timeout_ms,
+                probe,
+                attempt,
+                ..
+            } => {
+                assert_eq!(timeout_ms, 10_000);
+                first.get_or_insert((probe, attempt));
+            }
+            other => panic!("expected a send, got {other:?}"),
+        }
+    }
+    let (probe, attempt) = first.unwrap();
+    assert!(matches!(c.poll(T0), Action::Wait { until_ms } if until_ms == T0 + 10_000));
+    // Nobody reported the timeout: the machine expires the attempt itself
+    // and warns once.
+    assert!(matches!(c.poll(T0 + 10_000), Action::Warn { .. }));
+    // The answer to the abandoned attempt arrives late: ignored.
+    let late = c.on_result(
+        probe,
+        attempt,
+        T0 + 10_050,
+        ProbeResult::Reviewed {
+            allowed: false,
+            reason: None,
+        },
+    );
+    assert_eq!(late, Ok(Accepted::Stale));
+    // The retries succeed.
+    let run = drive(&mut c, T0 + 10_050, |_, _| healthy(true));
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert!(run.sent.iter().all(|s| s.attempt == 2));
+}
+
+#[test]
+fn hangs_reported_by_the_shim_are_retried() {
+    let mut c = check(settings(), None, T0);
+    let mut hung = 0;
+    let run = drive(&mut c, T0, |_, s| {
+        if s.attempt == 1 {
+            hung += 1;
+            Reply::Hang
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(hung, 13);
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert!(run.done_at >= T0 + 10_000);
+}
+
+#[test]
+fn retry_after_is_honoured() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |now, _| {
+        if now == T0 {
+            let mut f = status(429);
+            f.retry_after = Some("5".into());
+            fail(f)
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    let retries: Vec<_> = run.sent.iter().filter(|s| s.attempt == 2).collect();
+    assert_eq!(retries.len(), 13);
+    // The 429 arrived at T0 + 5 ms; the retry waits the full 5 s after it.
+    assert!(
+        retries.iter().all(|s| s.at >= T0 + 5 + 5_000),
+        "{:?}",
+        retries.iter().map(|s| s.at - T0).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn retry_after_beyond_the_deadline_gives_up_instead_of_waiting() {
+    let mut s = settings();
+    s.backoff.deadline = Duration::from_secs(20);
+    let mut c = check(s, None, T0);
+    let run = drive(&mut c, T0, |_, _| {
+        let mut f = status(429);
+        f.retry_after = Some("30".into());
+        fail(f)
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Inconclusive);
+    assert!(
+        run.done_at < T0 + 1_000,
+        "did not sit out a wait it could not finish"
+    );
+}
+
+#[test]
+fn every_request_carries_its_own_fresh_review() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |now, _| {
+        if now < T0 + 5_000 {
+            fail(refused())
+        } else {
+            healthy(true)
+        }
+    });
+    let expected = permission::flatten(&hooks_permissions()).unwrap();
+    for s in &run.sent {
+        let a = &s.review.as_ref().unwrap().spec.resource_attributes;
+        let p = &expected[s.probe];
+        assert_eq!(
+            (
+                &a.verb,
+                &a.group,
+                &a.resource,
+                &a.subresource,
+                a.namespace.as_str()
+            ),
+            (&p.verb, &p.group, &p.resource, &p.subresource, "ci"),
+            "probe {} attempt {} sent another probe's review",
+            s.probe,
+            s.attempt
+        );
+        assert_eq!(s.review.as_ref().unwrap().kind, "SelfSubjectAccessReview");
+    }
+    assert!(run.sent.iter().any(|s| s.attempt >= 3));
+}
+
+#[test]
+fn the_attempt_limit_bounds_requests() {
+    let mut s = settings();
+    s.backoff.max_attempts = 3;
+    let mut c = check(s, None, T0);
+    let run = drive(&mut c, T0, |_, _| fail(refused()));
+    assert_eq!(run.outcome.verdict, Verdict::Inconclusive);
+    assert!(per_probe(&run).values().all(|&n| n <= 3));
+    assert!(run.sent.len() <= 13 * 3);
+    assert!(
+        run.done_at < T0 + 10_000,
+        "gave up when attempts ran out, not at the deadline"
+    );
+}
+
+#[test]
+fn a_forged_record_is_refused_with_a_warning_and_the_api_is_asked() {
+    let forger = Identity::from_credential(b"what-the-job-container-has").unwrap();
+    let mut forged_key = key("ci");
+    forged_key.identity.mac_key = forger.mac_key;
+    let forged = cache::record_for(&forged_key, T0 - MIN);
+    let mut c = check(settings(), Some(&forged), T0);
+    let run = drive(&mut c, T0, |_, _| healthy(true));
+    assert_eq!(run.outcome.source, Some(Source::Reviews));
+    assert_eq!(run.sent.len(), 13);
+    assert!(
+        run.outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("edited or forged")),
+        "{:?}",
+        run.outcome.warnings
+    );
+}
+
+#[test]
+fn settings_warnings_and_a_missing_credential_surface_as_warn_actions() {
+    let env = [
+        ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "soon"),
+        ("ACTIONS_RUNNER_PREFLIGHT_SEED", "3"),
+    ];
+    let mut c = Preflight::from_env(env, &hooks_permissions(), "ci", None, None, T0).unwrap();
+    let run = drive(&mut c, T0, |_, _| healthy(true));
+    assert_eq!(run.warnings.len(), 2, "{:?}", run.warnings);
+    assert!(run.warnings[0].starts_with("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS=\"soon\" ignored"));
+    assert!(run.warnings[1].contains("will not be cached"));
+    assert!(run.outcome.record.is_none(), "no credential, no record");
+}
+
+#[test]
+fn bad_setup_is_a_named_error() {
+    let err = Preflight::new(settings(), &[], "ci", None, None, T0).unwrap_err();
+    assert_eq!(err.to_string(), "the required permission list is empty");
+    let err = Preflight::new(
+        settings(),
+        &hooks_permissions(),
+        "Not A Namespace",
+        None,
+        None,
+        T0,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("invalid namespace"));
+}
+
+#[test]
+fn bad_results_are_errors_not_panics() {
+    let mut c = check(settings(), None, T0);
+    let _ = c.poll(T0);
+    assert_eq!(
+        c.on_result(99, 1, T0, ProbeResult::Succeeded),
+        Err(ResultError::UnknownProbe(99))
+    );
+    assert_eq!(
+        c.on_result(0, 1, T0, ProbeResult::Succeeded),
+        Err(ResultError::WrongResultKind(0))
+    );
+    assert_eq!(
+        c.on_result(
+            0,
+            7,
+            T0,
+            ProbeResult::Reviewed {
+                allowed: true,
+                reason: None
+            }
+        ),
+        Ok(Accepted::Stale),
+        "a result for an attempt never sent is ignored"
+    );
+}
+
+#[test]
+fn time_running_backwards_does_not_confuse_the_machine() {
+    let mut c = check(settings(), None, T0);
+    let mut n = 0;
+    let run = drive(&mut c, T0, |_, _| {
+        n += 1;
+        if n <= 13 {
+            fail(refused())
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    // Polling a finished check with an older time returns the same outcome.
+    match c.poll(T0) {
+        Action::Done { outcome } => assert_eq!(outcome, run.outcome),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn jitter_spreads_retries_and_none_does_not() {
+    let retry_times = |jitter: Jitter, seed: u64| {
+        let mut s = settings();
+        s.backoff.jitter = jitter;
+        s.seed = Some(seed);
+        let mut c = check(s, None, T0);
+        let run = drive(&mut c, T0, |now, _| {
+            if now < T0 + 100 {
+                fail(refused())
+            } else {
+                healthy(true)
+            }
+        });
+        let mut at: Vec<u64> = run
+            .sent
+            .iter()
+            .filter(|s| s.attempt == 2)
+            .map(|s| s.at)
+            .collect();
+        at.sort();
+        at.dedup();
+        at
+    };
+    assert_eq!(
+        retry_times(Jitter::None, 1).len(),
+        1,
+        "no jitter: all 13 retry in the same ms"
+    );
+    assert!(
+        retry_times(Jitter::Full, 1).len() > 6,
+        "full jitter spreads them"
+    );
+    assert_eq!(
+        retry_times(Jitter::Full, 1),
+        retry_times(Jitter::Full, 1),
+        "same seed, same schedule"
+    );
+}
+
+#[test]
+fn the_generic_call_uses_the_same_policy() {
+    let mut c = Preflight::for_call(settings(), T0);
+    let mut calls = 0;
+    let run = drive(&mut c, T0, |_, s| {
+        assert!(s.review.is_none());
+        calls += 1;
+        if calls < 3 {
+            fail(refused())
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(calls, 3);
+
+    let mut c = Preflight::for_call(settings(), T0);
+    let run = drive(&mut c, T0, |_, _| fail(status(409)));
+    assert_eq!(run.outcome.verdict, Verdict::Error);
+    assert_eq!(run.sent.len(), 1);
+    assert!(run.outcome.message.contains("HTTP 409"));
+
+    let mut c = Preflight::for_call(settings(), T0);
+    let run = drive(&mut c, T0, |_, _| fail(refused()));
+    assert_eq!(run.outcome.verdict, Verdict::Inconclusive);
+    assert!(run.outcome.message.contains("did not succeed"));
+}
