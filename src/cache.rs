@@ -292,6 +292,8 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 pub(crate) mod tests {
     use super::*;
     use crate::identity::tests::jwt;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     pub(crate) const NOW: u64 = 1_792_548_926_000;
 

@@ -195,6 +195,8 @@ fn shorten(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     const LIMIT: Duration = Duration::from_secs(32);
     const NOW: u64 = 1_792_548_926_000;

@@ -380,6 +380,8 @@ fn number(value: &str, min: u64, max: u64) -> Result<u64, Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     fn env(pairs: &[(&'static str, &'static str)]) -> (Settings, Vec<SettingError>) {
         Settings::from_env(pairs.iter().copied())

@@ -144,6 +144,8 @@ fn base64url_decode(input: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// A JWT-shaped token with the given claims JSON (signature is junk:
     /// nothing here verifies it).

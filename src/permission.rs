@@ -182,6 +182,8 @@ impl fmt::Display for Permission {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     pub(crate) fn spec(group: &str, resource: &str, sub: &str, verbs: &[&str]) -> PermissionSpec {
         PermissionSpec {

@@ -67,6 +67,8 @@ fn os_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     #[test]
     fn same_seed_same_numbers_other_seed_other_numbers() {

@@ -131,6 +131,8 @@ fn days_since_epoch(year: u64, month: u64, day: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     const LIMIT: Duration = Duration::from_secs(32);
     // 2026-10-21T02:15:26Z, the start of the incident's stall.

@@ -247,6 +247,8 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

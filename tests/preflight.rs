@@ -3,6 +3,9 @@
 
 mod common;
 
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use std::collections::HashMap;
 use std::time::Duration;
 

@@ -1,0 +1,293 @@
+//! The exported WebAssembly API, driven through JsValues exactly as the JS
+//! shim drives it, in headless Node (`wasm-pack test --node`).
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Reflect, JSON};
+use k8s_auth_preflight::wasm::{
+    cache_file_name, classify, preview_schedule, settings_warnings, WasmPreflight,
+};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+const T0: f64 = 1_792_548_926_000.0;
+const TOKEN: &str = "wasm-test-token";
+
+fn json(text: &str) -> JsValue {
+    JSON::parse(text).expect("test JSON")
+}
+
+fn get(v: &JsValue, key: &str) -> JsValue {
+    Reflect::get(v, &JsValue::from_str(key)).unwrap()
+}
+
+fn text(v: &JsValue, key: &str) -> String {
+    get(v, key).as_string().unwrap_or_default()
+}
+
+fn num(v: &JsValue, key: &str) -> f64 {
+    get(v, key).as_f64().unwrap()
+}
+
+fn permissions() -> JsValue {
+    json(
+        r#"[{"group":"","resource":"pods","subresource":"","verbs":["get","list","create","delete"]},
+            {"group":"","resource":"pods","subresource":"exec","verbs":["get","create"]},
+            {"group":"","resource":"pods","subresource":"log","verbs":["get","list","watch"]},
+            {"group":"","resource":"secrets","subresource":"","verbs":["get","list","create","delete"]}]"#,
+    )
+}
+
+fn env() -> JsValue {
+    json(r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"11","PATH":"/usr/bin"}"#)
+}
+
+enum Reply {
+    Review(bool),
+    Fail(&'static str),
+}
+
+struct Run {
+    outcome: JsValue,
+    sends: usize,
+    warnings: Vec<String>,
+}
+
+/// Drives a check: the clock jumps to the next event; bounded in steps.
+fn drive(check: &mut WasmPreflight, start: f64, server: impl Fn(f64, &JsValue) -> Reply) -> Run {
+    let mut now = start;
+    let mut pending: Vec<(f64, u32, u32, JsValue)> = Vec::new();
+    let (mut sends, mut warnings) = (0, Vec::new());
+    for _ in 0..20_000 {
+        let action = check.poll(now).unwrap();
+        match text(&action, "type").as_str() {
+            "send" => {
+                sends += 1;
+                let probe = num(&action, "probe") as u32;
+                let attempt = num(&action, "attempt") as u32;
+                let result = match server(now, &get(&action, "review")) {
+                    Reply::Review(allowed) => {
+                        json(&format!(r#"{{"type":"reviewed","allowed":{allowed}}}"#))
+                    }
+                    Reply::Fail(facts) => json(&format!(r#"{{"type":"failed","facts":{facts}}}"#)),
+                };
+                pending.push((now + 10.0, probe, attempt, result));
+            }
+            "warn" => warnings.push(text(&action, "message")),
+            "done" => {
+                return Run {
+                    outcome: get(&action, "outcome"),
+                    sends,
+                    warnings,
+                }
+            }
+            "wait" => {
+                let until = num(&action, "untilMs");
+                match pending.iter().position(|p| p.0 <= until) {
+                    Some(i) => {
+                        let (at, probe, attempt, result) = pending.remove(i);
+                        now = now.max(at);
+                        check.on_result(probe, attempt, now, result).unwrap();
+                    }
+                    None => now = now.max(until),
+                }
+            }
+            other => panic!("unknown action {other}"),
+        }
+    }
+    panic!("check did not finish");
+}
+
+fn new_check(cached: &JsValue, now: f64) -> WasmPreflight {
+    WasmPreflight::new(
+        &env(),
+        permissions(),
+        "ci",
+        &JsValue::from_str(TOKEN),
+        cached,
+        now,
+    )
+    .unwrap()
+}
+
+const REFUSED: &str = r#"{"codes":["ECONNREFUSED"],"message":"fetch failed","name":"TypeError"}"#;
+
+#[test]
+fn all_allowed_then_served_from_cache() {
+    let mut check = new_check(&JsValue::NULL, T0);
+    assert_eq!(check.probe_count(), 13);
+    let run = drive(&mut check, T0, |_, _| Reply::Review(true));
+    assert_eq!(text(&run.outcome, "verdict"), "allowed");
+    assert_eq!(text(&run.outcome, "source"), "reviews");
+    assert_eq!(run.sends, 13);
+    let record = get(&run.outcome, "record");
+    assert!(record.is_string());
+    let mut next = new_check(&record, T0 + 60_000.0);
+    let again = drive(&mut next, T0 + 60_000.0, |_, _| {
+        panic!("fresh cache must not send")
+    });
+    assert_eq!(text(&again.outcome, "source"), "cache");
+    assert_eq!(num(&again.outcome, "requests"), 0.0);
+}
+
+#[test]
+fn one_denied_names_it() {
+    let mut check = new_check(&JsValue::NULL, T0);
+    let run = drive(&mut check, T0, |_, review| {
+        let attrs = get(&get(review, "spec"), "resourceAttributes");
+        Reply::Review(!(text(&attrs, "verb") == "watch" && text(&attrs, "subresource") == "log"))
+    });
+    assert_eq!(text(&run.outcome, "verdict"), "denied");
+    assert_eq!(
+        text(&run.outcome, "message"),
+        "denied: watch pods/log in namespace \"ci\""
+    );
+    let missing: Array = get(&run.outcome, "missing").dyn_into().unwrap();
+    assert_eq!(missing.length(), 1);
+    assert_eq!(text(&missing.get(0), "verb"), "watch");
+    assert!(get(&run.outcome, "record").is_null());
+    assert_eq!(get(&run.outcome, "deleteRecord").as_bool(), Some(true));
+}
+
+#[test]
+fn stall_then_recovery_is_allowed_with_one_warning() {
+    let mut check = new_check(&JsValue::NULL, T0);
+    let run = drive(&mut check, T0, |now, _| {
+        if now < T0 + 25_000.0 {
+            Reply::Fail(REFUSED)
+        } else {
+            Reply::Review(true)
+        }
+    });
+    assert_eq!(text(&run.outcome, "verdict"), "allowed");
+    assert!(run.sends > 13);
+    assert_eq!(run.warnings.len(), 1);
+    assert!(run.warnings[0].contains("ECONNREFUSED"));
+}
+
+#[test]
+fn stall_past_the_deadline_with_and_without_grace() {
+    let mut cold = new_check(&JsValue::NULL, T0);
+    let run = drive(&mut cold, T0, |_, _| Reply::Fail(REFUSED));
+    assert_eq!(text(&run.outcome, "verdict"), "inconclusive");
+    assert!(text(&run.outcome, "message").contains("NOT a permissions denial"));
+    assert!(num(&run.outcome, "elapsedMs") <= 90_000.0);
+
+    // A record written two hours earlier: past the TTL, within grace.
+    let earlier = T0 - 2.0 * 3_600_000.0;
+    let mut first = new_check(&JsValue::NULL, earlier);
+    let record = get(
+        &drive(&mut first, earlier, |_, _| Reply::Review(true)).outcome,
+        "record",
+    );
+    let mut warm = new_check(&record, T0);
+    let run = drive(&mut warm, T0, |_, _| Reply::Fail(REFUSED));
+    assert_eq!(text(&run.outcome, "verdict"), "allowed");
+    assert_eq!(text(&run.outcome, "source"), "graceCache");
+    let warnings: Array = get(&run.outcome, "warnings").dyn_into().unwrap();
+    assert_eq!(warnings.length(), 1);
+}
+
+#[test]
+fn classifier_table_through_js() {
+    let rows: &[(&str, &str)] = &[
+        (r#"{"codes":["ECONNRESET"]}"#, "transient"),
+        (
+            r#"{"codes":["UND_ERR_SOCKET"],"message":"fetch failed"}"#,
+            "transient",
+        ),
+        (r#"{"message":"socket hang up"}"#, "transient"),
+        (r#"{"timedOut":true}"#, "transient"),
+        (r#"{"status":403}"#, "transient"),
+        (r#"{"status":502}"#, "transient"),
+        (r#"{"status":429,"retryAfter":"2"}"#, "throttled"),
+        (r#"{"status":503,"retryAfter":"2"}"#, "throttled"),
+        (r#"{"status":404}"#, "fatal"),
+        (r#"{"status":422}"#, "fatal"),
+        (r#"{"status":201,"name":"SyntaxError"}"#, "fatal"),
+        (r#"{"message":"weird"}"#, "fatal"),
+    ];
+    for (facts, want) in rows {
+        let class = classify(json(facts), T0, &JsValue::UNDEFINED).unwrap();
+        assert_eq!(text(&class, "kind"), *want, "{facts}");
+    }
+    let throttled = classify(
+        json(r#"{"status":429,"retryAfter":"2"}"#),
+        T0,
+        &JsValue::UNDEFINED,
+    )
+    .unwrap();
+    assert_eq!(num(&throttled, "retryAfterMs"), 2000.0);
+}
+
+#[test]
+fn schedule_is_deterministic_with_a_seed() {
+    let env =
+        json(r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"5","ACTIONS_RUNNER_PREFLIGHT_JITTER":"full"}"#);
+    let a = preview_schedule(&env);
+    let b = preview_schedule(&env);
+    assert_eq!(a, b);
+    assert!(a.iter().all(|d| *d <= 8000.0));
+    let none = preview_schedule(&json(
+        r#"{"ACTIONS_RUNNER_PREFLIGHT_JITTER":"none","ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS":"3000","ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS":"60000","ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS":"4"}"#,
+    ));
+    assert_eq!(none, vec![3000.0, 6000.0, 12000.0]);
+    // OS randomness (no seed) works under WASM and differs between draws.
+    let os = json(
+        r#"{"ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS":"60000","ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS":"300000"}"#,
+    );
+    assert_ne!(preview_schedule(&os), preview_schedule(&os));
+}
+
+#[test]
+fn bad_input_is_an_error_with_a_code() {
+    let bad = WasmPreflight::new(&env(), json("[]"), "ci", &JsValue::NULL, &JsValue::NULL, T0);
+    let err = bad.err().unwrap();
+    assert_eq!(text(&err, "code"), "PREFLIGHT_BAD_PERMISSIONS");
+    let bad = WasmPreflight::new(
+        &env(),
+        json(r#"{"not":"a list"}"#),
+        "ci",
+        &JsValue::NULL,
+        &JsValue::NULL,
+        T0,
+    );
+    assert_eq!(text(&bad.err().unwrap(), "code"), "PREFLIGHT_BAD_INPUT");
+    let bad = WasmPreflight::new(
+        &env(),
+        permissions(),
+        "ci",
+        &JsValue::NULL,
+        &JsValue::NULL,
+        f64::NAN,
+    );
+    assert_eq!(text(&bad.err().unwrap(), "code"), "PREFLIGHT_BAD_TIME");
+    let mut check = new_check(&JsValue::NULL, T0);
+    let _ = check.poll(T0).unwrap();
+    let err = check
+        .on_result(0, 1, T0, json(r#"{"type":"nonsense"}"#))
+        .unwrap_err();
+    assert_eq!(text(&err, "code"), "PREFLIGHT_BAD_INPUT");
+    let err = check
+        .on_result(500, 1, T0, json(r#"{"type":"succeeded"}"#))
+        .unwrap_err();
+    assert_eq!(text(&err, "code"), "PREFLIGHT_BAD_RESULT");
+}
+
+#[test]
+fn settings_and_cache_names_cross_the_boundary() {
+    let warnings = settings_warnings(&json(r#"{"ACTIONS_RUNNER_PREFLIGHT_JITTER":"wobbly"}"#));
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].starts_with("ACTIONS_RUNNER_PREFLIGHT_JITTER=\"wobbly\" ignored"));
+    let name = cache_file_name(&env(), permissions(), "ci", &JsValue::from_str(TOKEN)).unwrap();
+    assert!(name.unwrap().starts_with("k8s-auth-preflight-"));
+    let none = cache_file_name(&env(), permissions(), "ci", &JsValue::NULL).unwrap();
+    assert_eq!(none, None, "no credential, no cache");
+    let off = cache_file_name(
+        &json(r#"{"ACTIONS_RUNNER_PREFLIGHT_CACHE":"off"}"#),
+        permissions(),
+        "ci",
+        &JsValue::from_str(TOKEN),
+    )
+    .unwrap();
+    assert_eq!(off, None);
+}
