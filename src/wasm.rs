@@ -233,3 +233,10 @@ fn error(code: &str, message: &str) -> JsValue {
     let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(code));
     e.into()
 }
+
+/// `maxRecordBytes()`: the largest cache file worth reading; the shim reads
+/// at most one byte more, so a larger file is seen as too large.
+#[wasm_bindgen(js_name = maxRecordBytes)]
+pub fn max_record_bytes() -> u32 {
+    crate::cache::MAX_RECORD_BYTES as u32
+}

@@ -1,0 +1,102 @@
+'use strict';
+// Runs the actions the core's state machine returns: starts requests (each
+// with an AbortController that really aborts it at its timeout), sleeps until
+// the machine's wake-up time or until a request settles, prints warnings, and
+// aborts whatever is still in flight when the machine is done. Holds no
+// policy: what to send, when, and what an error means are the core's calls.
+
+const { errorFacts } = require('./facts');
+
+// setTimeout's own limit (a signed 32-bit count of ms); longer waits poll again.
+const MAX_TIMER_MS = 0x7fffffff;
+
+/**
+ * @param machine   a wasm `Preflight`
+ * @param perform   (action, signal) => Promise<result>, result as the core takes it
+ * @param clock     () => epoch ms
+ * @param logger    { warning }
+ * @param observer  optional (event) => void, for tests and the demo timeline
+ */
+async function drive(machine, perform, { clock, logger, observer }) {
+  const inFlight = new Set();
+  let finished = false;
+  let wake = null;
+  const notify = () => {
+    if (wake) {
+      const w = wake;
+      wake = null;
+      w();
+    }
+  };
+
+  const start = (action) => {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, action.timeoutMs);
+    const entry = { controller, timer };
+    inFlight.add(entry);
+    const settle = (result) => {
+      clearTimeout(timer);
+      inFlight.delete(entry);
+      // After `done` the machine may already be freed; late results of
+      // aborted requests have nowhere to go.
+      if (finished) return;
+      if (observer) observer({ type: 'result', atMs: clock(), probe: action.probe, attempt: action.attempt, result });
+      try {
+        machine.onResult(action.probe, action.attempt, clock(), result);
+      } catch (e) {
+        // A result the core cannot read (a bug in `perform`) still counts
+        // as a failed attempt; it must never become an unhandled rejection.
+        machine.onResult(action.probe, action.attempt, clock(), { type: 'failed', facts: errorFacts(e) });
+      }
+      notify();
+    };
+    let promise;
+    try {
+      promise = Promise.resolve(perform(action, controller.signal));
+    } catch (e) {
+      promise = Promise.reject(e);
+    }
+    promise.then(
+      (result) => settle(result),
+      (error) => settle({ type: 'failed', facts: errorFacts(error, { timedOut }) }),
+    );
+  };
+
+  try {
+    for (;;) {
+      const action = machine.poll(clock());
+      if (observer) observer({ ...action, atMs: clock() });
+      if (action.type === 'send') {
+        start(action);
+      } else if (action.type === 'warn') {
+        logger.warning(action.message);
+      } else if (action.type === 'done') {
+        return action.outcome;
+      } else {
+        const delay = Math.min(MAX_TIMER_MS, Math.max(0, action.untilMs - clock()));
+        await new Promise((resolve) => {
+          const timer = setTimeout(() => {
+            wake = null;
+            resolve();
+          }, delay);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    }
+  } finally {
+    finished = true;
+    for (const entry of inFlight) {
+      clearTimeout(entry.timer);
+      entry.controller.abort();
+    }
+  }
+}
+
+module.exports = { drive };

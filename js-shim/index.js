@@ -1,0 +1,274 @@
+'use strict';
+// k8s-auth-preflight: the JavaScript side. It finds the credential, reads and
+// writes the cache file, makes the HTTP calls through the host's
+// @kubernetes/client-node, and drives the policy core (Rust, compiled to
+// WebAssembly) that decides everything else.
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const core = require('../pkg/k8s_auth_preflight.js');
+const { drive } = require('./drive');
+const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
+const { completeLogger } = require('./log');
+const {
+  PreflightInconclusiveError,
+  PreflightError,
+  isPreflightInconclusiveError,
+  isPreflightError,
+} = require('./errors');
+
+/** The permissions the runner container hooks need in their namespace. */
+const defaultRequiredPermissions = Object.freeze([
+  Object.freeze({ group: '', verbs: ['get', 'list', 'create', 'delete'], resource: 'pods', subresource: '' }),
+  Object.freeze({ group: '', verbs: ['get', 'create'], resource: 'pods', subresource: 'exec' }),
+  Object.freeze({ group: '', verbs: ['get', 'list', 'watch'], resource: 'pods', subresource: 'log' }),
+  Object.freeze({ group: '', verbs: ['get', 'list', 'create', 'delete'], resource: 'secrets', subresource: '' }),
+]);
+
+const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
+
+/**
+ * Options for a client-node call that abort it when `signal` fires. Pass as
+ * the second argument of an object-parameter API call.
+ */
+function withAbortSignal(signal) {
+  // client-node's generated API chains middleware through objects with a
+  // `toPromise()`; a plain one is all it needs, in 1.x and 2.x alike.
+  const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(signal);
+          return resolved(context);
+        },
+        post: (response) => resolved(response),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+function createAuthPreflight(options) {
+  if (!options || typeof options !== 'object') {
+    throw new TypeError('createAuthPreflight(options): options must be an object');
+  }
+  const { kubeConfig, authorizationApi, namespace } = options;
+  const requiredPermissions = options.requiredPermissions || defaultRequiredPermissions;
+  if (!kubeConfig && !authorizationApi) {
+    throw new TypeError('createAuthPreflight: pass kubeConfig (a loaded KubeConfig) or authorizationApi');
+  }
+  if (typeof namespace !== 'string' || namespace === '') {
+    throw new TypeError('createAuthPreflight: namespace must be a non-empty string');
+  }
+  let api = authorizationApi || null;
+  let last = null;
+
+  async function isAuthPermissionsOK() {
+    const env = environment(options);
+    const clock = options.now || Date.now;
+    const logger = completeLogger(options.logger);
+    const credential = readCredential(kubeConfig, logger);
+    const file = cacheFile(options, env, requiredPermissions, namespace, credential);
+    let cached = null;
+    if (file) {
+      const read = readRecord(file, core.maxRecordBytes());
+      if (read.warning) logger.warning(read.warning);
+      cached = read.bytes;
+    }
+    const machine = new core.Preflight(env, requiredPermissions, namespace, credential, cached, clock());
+    let outcome;
+    try {
+      if (!api) api = makeAuthorizationApi(kubeConfig);
+      outcome = await drive(machine, (action, signal) => review(api, action, signal), {
+        clock,
+        logger,
+        observer: options.observer,
+      });
+    } finally {
+      machine.free();
+    }
+    last = outcome;
+    for (const warning of outcome.warnings) logger.warning(warning);
+    if (file && outcome.record) {
+      const warning = writeRecord(file, outcome.record);
+      if (warning) logger.warning(warning);
+    }
+    if (file && outcome.deleteRecord) {
+      const warning = deleteRecord(file);
+      if (warning) logger.warning(warning);
+    }
+    switch (outcome.verdict) {
+      case 'allowed':
+        if (outcome.source === 'reviews' && outcome.lastError) logger.info(outcome.message);
+        return true;
+      case 'denied':
+        logger.error(outcome.message);
+        return false;
+      case 'inconclusive':
+        throw new PreflightInconclusiveError(outcome);
+      default:
+        throw new PreflightError(outcome);
+    }
+  }
+
+  return { isAuthPermissionsOK, lastOutcome: () => last };
+}
+
+/** One SelfSubjectAccessReview, as the core asked for it. */
+async function review(api, action, signal) {
+  const response = await api.createSelfSubjectAccessReview({ body: action.review }, withAbortSignal(signal));
+  const status = response && response.status;
+  if (!status || typeof status.allowed !== 'boolean') {
+    return {
+      type: 'failed',
+      facts: { codes: [], timedOut: false, name: 'SyntaxError', message: 'the review response has no status.allowed' },
+    };
+  }
+  return { type: 'reviewed', allowed: status.allowed, reason: typeof status.reason === 'string' ? status.reason : null };
+}
+
+function makeAuthorizationApi(kubeConfig) {
+  // Loaded only when a check really needs the API: a cached verdict never
+  // pays for loading the client.
+  const k8s = require('@kubernetes/client-node');
+  return kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
+}
+
+/** The settings environment, with `random` turned into a seed if given. */
+function environment(options) {
+  const env = options.env || process.env;
+  if (typeof options.random !== 'function') return env;
+  const seed = Math.floor(options.random() * Number.MAX_SAFE_INTEGER);
+  return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
+}
+
+function cacheFile(options, env, permissions, namespace, credential) {
+  const name = core.cacheFileName(env, permissions, namespace, credential);
+  if (!name) return null;
+  const dir = options.cacheDir || env.RUNNER_TEMP || os.tmpdir();
+  return path.join(dir, name);
+}
+
+/**
+ * The key material of the kubeconfig's current user: an inline token, the
+ * token file that in-cluster config points to (read on every check, so a
+ * rotated token is seen), else the client key. Null when there is none.
+ */
+function readCredential(kubeConfig, logger) {
+  if (!kubeConfig || typeof kubeConfig.getCurrentUser !== 'function') return null;
+  let user;
+  try {
+    user = kubeConfig.getCurrentUser();
+  } catch {
+    return null;
+  }
+  if (!user) return null;
+  if (typeof user.token === 'string' && user.token) return user.token;
+  const config = (user.authProvider && user.authProvider.config) || {};
+  const tokenFile = config.tokenFile || config['token-file'];
+  if (tokenFile) return readSmallFile(tokenFile, 'service-account token', logger);
+  if (typeof user.keyData === 'string' && user.keyData) return Buffer.from(user.keyData, 'base64');
+  if (typeof user.keyFile === 'string' && user.keyFile) return readSmallFile(user.keyFile, 'client key', logger);
+  return null;
+}
+
+function readSmallFile(file, what, logger) {
+  try {
+    const stat = fs.statSync(file);
+    if (!stat.isFile() || stat.size > CREDENTIAL_FILE_LIMIT) {
+      logger.warning(`the ${what} at ${file} is not a small regular file; the verdict will not be cached`);
+      return null;
+    }
+    return fs.readFileSync(file);
+  } catch (e) {
+    logger.warning(`cannot read the ${what} at ${file} (${e.code || e.message}); the verdict will not be cached`);
+    return null;
+  }
+}
+
+/**
+ * Retries `fn(signal)` with the same classifier and schedule as the
+ * preflight. Returns what `fn` returned; throws `fn`'s error when it is not
+ * worth retrying or when the budget is spent.
+ */
+async function retryK8sApiCall(fn, options = {}) {
+  if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
+  const clock = options.now || Date.now;
+  const logger = completeLogger(options.logger);
+  const machine = core.Preflight.forCall(environment(options), clock());
+  let value;
+  let lastError;
+  let outcome;
+  try {
+    outcome = await drive(
+      machine,
+      async (_action, signal) => {
+        try {
+          value = await fn(signal);
+          return { type: 'succeeded' };
+        } catch (e) {
+          lastError = e;
+          throw e;
+        }
+      },
+      { clock, logger, observer: options.observer },
+    );
+  } finally {
+    machine.free();
+  }
+  if (outcome.verdict === 'allowed') return value;
+  if (lastError !== undefined) throw lastError;
+  throw new Error(outcome.message);
+}
+
+let wired = null;
+
+/** Sets the options that the zero-argument `isAuthPermissionsOK()` uses. */
+function configureAuthPreflight(options) {
+  wired = createAuthPreflight(options);
+  return wired;
+}
+
+/**
+ * Drop-in for the hooks' `isAuthPermissionsOK()`: uses the options given to
+ * `configureAuthPreflight`, else the default kubeconfig, the namespace in
+ * ACTIONS_RUNNER_KUBERNETES_NAMESPACE (or the current context's), and
+ * `defaultRequiredPermissions`.
+ */
+async function isAuthPermissionsOK() {
+  if (!wired) wired = createAuthPreflight(defaultOptions());
+  return wired.isAuthPermissionsOK();
+}
+
+function defaultOptions() {
+  const k8s = require('@kubernetes/client-node');
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromDefault();
+  let namespace = process.env.ACTIONS_RUNNER_KUBERNETES_NAMESPACE;
+  if (!namespace) {
+    const context = kubeConfig.getContextObject(kubeConfig.getCurrentContext());
+    namespace = context && context.namespace;
+  }
+  if (!namespace) {
+    throw new Error(
+      'k8s-auth-preflight: no namespace: set ACTIONS_RUNNER_KUBERNETES_NAMESPACE or call configureAuthPreflight()',
+    );
+  }
+  return { kubeConfig, namespace, requiredPermissions: defaultRequiredPermissions };
+}
+
+module.exports = {
+  createAuthPreflight,
+  configureAuthPreflight,
+  isAuthPermissionsOK,
+  retryK8sApiCall,
+  withAbortSignal,
+  defaultRequiredPermissions,
+  PreflightInconclusiveError,
+  PreflightError,
+  isPreflightInconclusiveError,
+  isPreflightError,
+};

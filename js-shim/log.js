@@ -1,0 +1,40 @@
+'use strict';
+// Where warnings go: GitHub workflow commands (`::warning::...`), escaped so a
+// message can never inject a command of its own. The host may pass its own
+// logger ({ info, warning, error }); by default @actions/core is used when
+// the host has it, else stdout.
+
+function escapeData(text) {
+  return String(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+function stdoutLogger(write = (line) => process.stdout.write(line)) {
+  return {
+    info: (m) => write(`${escapeData(m)}\n`),
+    warning: (m) => write(`::warning::${escapeData(m)}\n`),
+    error: (m) => write(`::error::${escapeData(m)}\n`),
+  };
+}
+
+function defaultLogger() {
+  try {
+    // Resolved from the host's dependencies; absent is fine.
+    const core = require('@actions/core');
+    if (typeof core.warning === 'function' && typeof core.info === 'function') {
+      return { info: core.info, warning: core.warning, error: core.error || core.warning };
+    }
+  } catch {
+    // not installed: plain stdout
+  }
+  return stdoutLogger();
+}
+
+/** Fills in missing methods so a partial logger never throws. */
+function completeLogger(logger) {
+  const base = logger || defaultLogger();
+  const pick = (name, fallback) => (typeof base[name] === 'function' ? base[name].bind(base) : fallback);
+  const warning = pick('warning', stdoutLogger().warning);
+  return { info: pick('info', () => {}), warning, error: pick('error', warning) };
+}
+
+module.exports = { escapeData, stdoutLogger, defaultLogger, completeLogger };

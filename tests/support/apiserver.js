@@ -1,0 +1,878 @@
+'use strict';
+/**
+ * A fake Kubernetes apiserver on loopback HTTPS, for tests only.
+ *
+ * It answers SelfSubjectAccessReview (SSAR) and SelfSubjectRulesReview (SSRR)
+ * POSTs from one namespaced Role evaluated with Kubernetes RBAC matching, and
+ * can be switched at run time into the fault shapes seen during control-plane
+ * endpoint rotations (refused connections, hung requests, resets, transient
+ * 401/403, throttling, 5xx, malformed and trickled bodies).
+ *
+ * Library:
+ *   const { startApiServer } = require('./apiserver');
+ *   const server = await startApiServer({ token, role, namespace, ... });
+ *
+ * CLI:
+ *   node tests/support/apiserver.js --config cfg.json [--log out.json]
+ *
+ * Uses Node built-ins only. Listens on 127.0.0.1 only.
+ *
+ * Behaviour worth knowing:
+ * - Faults are applied before authentication and routing: a request in a
+ *   faulted phase gets the fault whatever its token or path.
+ * - `share` (0..1) picks which requests of a phase get the fault with a
+ *   counter that restarts at every setPhase: request i (0-based) is faulted
+ *   when floor((i+1)*share) > floor(i*share). share 0.5 faults i = 1, 3, 5, ...
+ * - `refuse` closes the listening socket and destroys every open connection
+ *   (hung ones included). It does not support share < 1: a closed listener
+ *   refuses everyone. Connections that were refused never reach the HTTP layer
+ *   and are not counted anywhere (the kernel answers them with RST; Node never
+ *   sees them).
+ * - Leaving `refuse` listens again on the same port, retrying EADDRINUSE a
+ *   bounded number of times. Between setPhase() and the re-listen completing
+ *   (a few ms) connections are still refused; await setPhase() to be sure.
+ * - `hang` keeps hung requests hung after the phase changes, until the client
+ *   gives up, a later `refuse` phase, or close().
+ * - With port 0 the server picks a free port just below the kernel's ephemeral
+ *   range (/proc/sys/net/ipv4/ip_local_port_range; falls back to an OS-chosen
+ *   port elsewhere). While it refuses, the port is unbound; a port from the
+ *   ephemeral range could meanwhile be handed to another listener asking for
+ *   port 0 or become some outgoing connection's source port, and the re-listen
+ *   would fail with EADDRINUSE. (A loopback TCP self-connect to the closed port
+ *   is the other classic hazard; it did not occur here in 40,000 connects, but
+ *   the port choice rules it out anyway.)
+ */
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const https = require('node:https');
+const path = require('node:path');
+
+const HOST = '127.0.0.1';
+const CERT_DIR = path.join(__dirname, 'certs');
+const SSAR_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
+const SSRR_PATH = '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews';
+const MAX_BODY_BYTES = 1024 * 1024;
+const RELISTEN_ATTEMPTS = 10;
+const RELISTEN_DELAY_MS = 100;
+const CLOSE_WAIT_MS = 2000;
+const PORT_PICK_ATTEMPTS = 40;
+const INCOMPLETE_ERROR = 'webhook authorizer does not support user rule resolution';
+const SERVICE_ACCOUNT_USER = 'system:serviceaccount:ci:runner';
+
+const PHASES = Object.freeze([
+  'healthy',
+  'refuse',
+  'hang',
+  'reset',
+  'forbidden403',
+  'unauthorized401',
+  'throttle429',
+  'error500',
+  'unavailable503',
+  'malformed',
+  'trickle',
+]);
+
+function loadCerts() {
+  return {
+    caPem: fs.readFileSync(path.join(CERT_DIR, 'ca.pem'), 'utf8'),
+    certPem: fs.readFileSync(path.join(CERT_DIR, 'server.pem'), 'utf8'),
+    keyPem: fs.readFileSync(path.join(CERT_DIR, 'server-key.pem'), 'utf8'),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// RBAC evaluation (one Role, one namespace)
+
+function ruleAllowsVerb(rule, verb) {
+  const verbs = rule.verbs || [];
+  return verbs.includes('*') || verbs.includes(verb);
+}
+
+function ruleAllowsGroup(rule, group) {
+  const groups = rule.apiGroups || [];
+  return groups.includes('*') || groups.includes(group);
+}
+
+function ruleAllowsResource(rule, resource, subresource) {
+  const requested = subresource ? `${resource}/${subresource}` : resource;
+  for (const ruleResource of rule.resources || []) {
+    if (ruleResource === '*' || ruleResource === requested) return true;
+    // '*/exec' grants the exec subresource of any resource, never a resource itself.
+    if (subresource && ruleResource === `*/${subresource}`) return true;
+  }
+  return false;
+}
+
+function ruleAllowsName(rule, name) {
+  const names = rule.resourceNames || [];
+  if (names.length === 0) return true;
+  // A rule restricted to names never grants a request without a name
+  // (list, create without a name, deletecollection ...).
+  return typeof name === 'string' && name !== '' && names.includes(name);
+}
+
+/**
+ * @returns {{ allowed: boolean, ruleIndex?: number }}
+ */
+function evaluateRole(role, serverNamespace, attrs) {
+  if (!attrs || attrs.namespace !== serverNamespace) return { allowed: false };
+  const verb = attrs.verb || '';
+  const group = attrs.group || '';
+  const resource = attrs.resource || '';
+  const subresource = attrs.subresource || '';
+  const rules = (role && role.rules) || [];
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    if (
+      ruleAllowsVerb(rule, verb) &&
+      ruleAllowsGroup(rule, group) &&
+      ruleAllowsResource(rule, resource, subresource) &&
+      ruleAllowsName(rule, attrs.name)
+    ) {
+      return { allowed: true, ruleIndex: i };
+    }
+  }
+  return { allowed: false };
+}
+
+function rulesForReview(role) {
+  return ((role && role.rules) || []).map((rule) => {
+    const out = {
+      verbs: [...(rule.verbs || [])],
+      apiGroups: [...(rule.apiGroups || [])],
+      resources: [...(rule.resources || [])],
+    };
+    if (rule.resourceNames && rule.resourceNames.length > 0) out.resourceNames = [...rule.resourceNames];
+    return out;
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Status objects
+
+function statusObject(code, reason, message, details) {
+  const out = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+  if (details) out.details = details;
+  return out;
+}
+
+function kindOfPath(urlPath) {
+  if (urlPath === SSAR_PATH) return 'ssar';
+  if (urlPath === SSRR_PATH) return 'ssrr';
+  return 'other';
+}
+
+function forbiddenMessage(kind, method, urlPath) {
+  if (kind === 'other') {
+    return `forbidden: User "${SERVICE_ACCOUNT_USER}" cannot ${String(method).toLowerCase()} path "${urlPath}"`;
+  }
+  const resource = kind === 'ssar' ? 'selfsubjectaccessreviews' : 'selfsubjectrulesreviews';
+  return (
+    `${resource}.authorization.k8s.io is forbidden: User "${SERVICE_ACCOUNT_USER}" cannot create ` +
+    `resource "${resource}" in API group "authorization.k8s.io" at the cluster scope`
+  );
+}
+
+// ---------------------------------------------------------------------------
+// Options
+
+function checkPhase(name, options) {
+  if (!PHASES.includes(name)) {
+    throw new TypeError(`unknown phase ${JSON.stringify(name)}; expected one of ${PHASES.join(', ')}`);
+  }
+  const opts = { ...(options || {}) };
+  delete opts.phase;
+  delete opts.ms;
+  const share = opts.share === undefined ? 1 : opts.share;
+  if (typeof share !== 'number' || !(share >= 0 && share <= 1)) {
+    throw new RangeError(`share must be a number in 0..1, got ${JSON.stringify(opts.share)}`);
+  }
+  if (name === 'refuse' && share !== 1) {
+    throw new RangeError('phase "refuse" closes the listener for everyone; share must be 1');
+  }
+  for (const key of ['retryAfterSeconds', 'trickleMs', 'trickleBytes']) {
+    if (opts[key] !== undefined && !(Number.isFinite(opts[key]) && opts[key] >= 0)) {
+      throw new RangeError(`${key} must be a non-negative number, got ${JSON.stringify(opts[key])}`);
+    }
+  }
+  if (opts.trickleBytes !== undefined && opts.trickleBytes < 1) {
+    throw new RangeError('trickleBytes must be at least 1');
+  }
+  return { ...opts, share };
+}
+
+function portPickRange() {
+  try {
+    const text = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
+    const low = Number.parseInt(text.trim().split(/\s+/)[0], 10);
+    if (Number.isInteger(low) && low > 4096) return [Math.max(1025, low - 12000), low - 1];
+  } catch {
+    // not Linux: fall through
+  }
+  return null;
+}
+
+const delay = (ms) =>
+  new Promise((resolve) => {
+    setTimeout(resolve, ms).unref();
+  });
+
+// ---------------------------------------------------------------------------
+// The server
+
+/**
+ * Start the fake apiserver.
+ *
+ * @param {object} [options]
+ * @param {string} [options.token='test-token'] bearer token accepted
+ * @param {{rules: object[]}} [options.role] the Role's rules
+ * @param {string} [options.namespace='ci'] the Role's namespace
+ * @param {boolean} [options.rulesIncomplete=false] SSRR status.incomplete
+ * @param {number} [options.latencyMs=0] added latency for healthy answers
+ * @param {number} [options.port=0] 0 picks a free port
+ * @param {string} [options.phase='healthy'] initial phase
+ * @param {object} [options.phaseOptions] options of the initial phase
+ */
+async function startApiServer(options = {}) {
+  const { caPem, certPem, keyPem } = loadCerts();
+  const config = {
+    token: options.token === undefined ? 'test-token' : options.token,
+    role: options.role || { rules: [] },
+    namespace: options.namespace === undefined ? 'ci' : options.namespace,
+    rulesIncomplete: Boolean(options.rulesIncomplete),
+    latencyMs: options.latencyMs || 0,
+  };
+
+  const state = {
+    phase: 'healthy',
+    phaseOptions: { share: 1 },
+    phaseRequestIndex: 0,
+    closed: false,
+    listening: false,
+    port: 0,
+    rawSockets: new Set(),
+    tlsSockets: new Set(),
+    timers: new Set(),
+    refuseKeepAlive: null,
+    timelineToken: null,
+    timelineResolve: null,
+    transition: Promise.resolve(),
+    phaseHistory: [],
+  };
+  const requests = [];
+
+  const httpsServer = https.createServer({ key: keyPem, cert: certPem });
+  httpsServer.on('connection', (socket) => {
+    if (state.closed || state.phase === 'refuse') {
+      socket.destroy();
+      return;
+    }
+    state.rawSockets.add(socket);
+    socket.on('close', () => state.rawSockets.delete(socket));
+  });
+  httpsServer.on('secureConnection', (socket) => {
+    state.tlsSockets.add(socket);
+    socket.on('close', () => state.tlsSockets.delete(socket));
+  });
+  httpsServer.on('tlsClientError', () => {});
+  httpsServer.on('clientError', (_err, socket) => socket.destroy());
+  httpsServer.on('request', handleRequest);
+
+  function later(ms, fn) {
+    const timer = setTimeout(() => {
+      state.timers.delete(timer);
+      fn();
+    }, ms);
+    timer.unref();
+    state.timers.add(timer);
+    return timer;
+  }
+
+  function destroyAllSockets() {
+    for (const socket of state.tlsSockets) socket.destroy();
+    for (const socket of state.rawSockets) socket.destroy();
+    state.tlsSockets.clear();
+    state.rawSockets.clear();
+  }
+
+  // --- listener ------------------------------------------------------------
+
+  function listenOnce(port) {
+    return new Promise((resolve, reject) => {
+      const onError = (err) => {
+        httpsServer.off('listening', onListening);
+        reject(err);
+      };
+      const onListening = () => {
+        httpsServer.off('error', onError);
+        resolve(httpsServer.address().port);
+      };
+      httpsServer.once('error', onError);
+      httpsServer.once('listening', onListening);
+      httpsServer.listen({ port, host: HOST, exclusive: true });
+    });
+  }
+
+  async function listenFirst(port) {
+    if (port) return listenOnce(port);
+    const range = portPickRange();
+    if (range) {
+      for (let i = 0; i < PORT_PICK_ATTEMPTS; i++) {
+        const candidate = crypto.randomInt(range[0], range[1] + 1);
+        try {
+          return await listenOnce(candidate);
+        } catch (err) {
+          if (err.code !== 'EADDRINUSE' && err.code !== 'EACCES') throw err;
+        }
+      }
+    }
+    return listenOnce(0);
+  }
+
+  async function relisten() {
+    if (httpsServer.listening) {
+      state.listening = true;
+      return;
+    }
+    let lastError;
+    for (let attempt = 0; attempt < RELISTEN_ATTEMPTS; attempt++) {
+      if (state.closed) return;
+      try {
+        await listenOnce(state.port);
+        state.listening = true;
+        return;
+      } catch (err) {
+        lastError = err;
+        if (err.code !== 'EADDRINUSE') break;
+        await delay(RELISTEN_DELAY_MS);
+      }
+    }
+    throw new Error(`could not listen again on ${HOST}:${state.port}: ${lastError && lastError.message}`, {
+      cause: lastError,
+    });
+  }
+
+  function stopListening() {
+    if (!state.listening) return Promise.resolve();
+    state.listening = false;
+    return new Promise((resolve) => {
+      const guard = setTimeout(resolve, CLOSE_WAIT_MS);
+      guard.unref();
+      httpsServer.close(() => {
+        clearTimeout(guard);
+        resolve();
+      });
+      destroyAllSockets();
+    });
+  }
+
+  // Runs listener changes one after the other; never leaves a rejected promise unhandled.
+  function enqueue(step) {
+    const next = state.transition.then(step);
+    state.transition = next.catch(() => {});
+    next.catch(() => {});
+    return next;
+  }
+
+  // --- phases --------------------------------------------------------------
+
+  function setPhase(name, phaseOptions) {
+    if (state.closed) throw new Error('server is closed');
+    const opts = checkPhase(name, phaseOptions);
+    const previous = state.phase;
+    state.phase = name;
+    state.phaseOptions = opts;
+    state.phaseRequestIndex = 0;
+    state.phaseHistory.push({ atMs: Date.now(), phase: name, options: opts });
+    if (name === 'refuse' && previous !== 'refuse') {
+      // A listening server keeps the event loop alive; a refusing one should too,
+      // until close(). (Timeline timers are unref'd.)
+      if (!state.refuseKeepAlive) state.refuseKeepAlive = setInterval(() => {}, 60 * 60 * 1000);
+      destroyAllSockets();
+      return enqueue(stopListening);
+    }
+    if (name !== 'refuse' && previous === 'refuse') {
+      return enqueue(async () => {
+        if (state.phase === 'refuse' || state.closed) return; // switched back before we got here
+        await relisten();
+        if (state.refuseKeepAlive && state.phase !== 'refuse') {
+          clearInterval(state.refuseKeepAlive);
+          state.refuseKeepAlive = null;
+        }
+      });
+    }
+    return enqueue(() => {});
+  }
+
+  function faultApplies() {
+    if (state.phase === 'healthy') return false;
+    const i = state.phaseRequestIndex++;
+    const share = state.phaseOptions.share;
+    return Math.floor((i + 1) * share) > Math.floor(i * share);
+  }
+
+  function cancelTimeline() {
+    if (state.timelineResolve) state.timelineResolve(false);
+    state.timelineToken = null;
+    state.timelineResolve = null;
+  }
+
+  function runTimeline(entries) {
+    if (state.closed) return Promise.resolve(false);
+    if (!Array.isArray(entries) || entries.length === 0) {
+      throw new TypeError('runTimeline expects a non-empty array of { phase, ms?, ...options }');
+    }
+    entries.forEach((entry, i) => {
+      checkPhase(entry && entry.phase, entry);
+      if (i < entries.length - 1 && !(Number.isFinite(entry.ms) && entry.ms >= 0)) {
+        throw new RangeError(`timeline entry ${i} (${entry.phase}) needs ms >= 0`);
+      }
+    });
+    cancelTimeline();
+    const token = {};
+    state.timelineToken = token;
+    return new Promise((resolve) => {
+      state.timelineResolve = resolve;
+      const startMs = Date.now();
+      let offsetMs = 0;
+      const step = (i) => {
+        if (state.timelineToken !== token || state.closed) return;
+        const entry = entries[i];
+        Promise.resolve(setPhase(entry.phase, entry))
+          .catch(() => {})
+          .then(() => {
+            if (state.timelineToken !== token || state.closed) return;
+            if (i === entries.length - 1) {
+              state.timelineToken = null;
+              state.timelineResolve = null;
+              resolve(true);
+              return;
+            }
+            offsetMs += entry.ms;
+            later(Math.max(0, startMs + offsetMs - Date.now()), () => step(i + 1));
+          });
+      };
+      step(0);
+    });
+  }
+
+  // --- requests ------------------------------------------------------------
+
+  function sendJson(res, entry, code, object, extraHeaders) {
+    if (res.destroyed || res.writableEnded) return;
+    const body = JSON.stringify(object);
+    res.writeHead(code, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      ...(extraHeaders || {}),
+    });
+    res.end(body);
+    entry.status = code;
+  }
+
+  function readBody(req, onDone) {
+    const chunks = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => onDone(tooLarge ? null : Buffer.concat(chunks).toString('utf8'), tooLarge));
+    req.on('error', () => {});
+  }
+
+  function parseJson(text) {
+    if (!text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return null;
+    }
+  }
+
+  function handleRequest(req, res) {
+    const urlPath = (req.url || '/').split('?')[0];
+    const kind = kindOfPath(urlPath);
+    const activePhase = state.phase;
+    const faulted = faultApplies();
+    const phase = faulted ? activePhase : 'healthy';
+    const entry = {
+      atMs: Date.now(),
+      phase,
+      activePhase,
+      method: req.method,
+      path: urlPath,
+      kind,
+      body: null,
+      status: null,
+    };
+    requests.push(entry);
+
+    if (phase === 'refuse') {
+      // Only reachable on a connection accepted just before the listener closed.
+      entry.status = 'refused';
+      req.socket.destroy();
+      return;
+    }
+    if (phase === 'reset') {
+      // Headers are read; drop the connection mid-request.
+      entry.status = 'reset';
+      req.socket.destroy();
+      return;
+    }
+
+    readBody(req, (text, tooLarge) => {
+      entry.body = parseJson(text);
+      if (phase === 'hang') {
+        entry.status = 'hang';
+        return; // never answer; close(), refuse or the client ends it
+      }
+      if (phase !== 'healthy' && phase !== 'trickle') {
+        answerFault(res, entry, phase, kind, req.method, urlPath);
+        return;
+      }
+      const answer = () => answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, phase === 'trickle');
+      if (config.latencyMs > 0) later(config.latencyMs, answer);
+      else answer();
+    });
+  }
+
+  function answerFault(res, entry, phase, kind, method, urlPath) {
+    const opts = state.phaseOptions;
+    switch (phase) {
+      case 'forbidden403':
+        return sendJson(res, entry, 403, statusObject(403, 'Forbidden', forbiddenMessage(kind, method, urlPath), {
+          group: 'authorization.k8s.io',
+          kind: kind === 'ssrr' ? 'selfsubjectrulesreviews' : 'selfsubjectaccessreviews',
+        }));
+      case 'unauthorized401':
+        return sendJson(res, entry, 401, statusObject(401, 'Unauthorized', 'Unauthorized'));
+      case 'throttle429': {
+        const seconds = opts.retryAfterSeconds === undefined ? 1 : opts.retryAfterSeconds;
+        return sendJson(
+          res,
+          entry,
+          429,
+          statusObject(429, 'TooManyRequests', 'Too many requests, please try again later.', {
+            retryAfterSeconds: seconds,
+          }),
+          { 'retry-after': String(seconds) },
+        );
+      }
+      case 'error500':
+        return sendJson(res, entry, 500, statusObject(500, 'InternalError', 'Internal error occurred: injected fault'));
+      case 'unavailable503': {
+        const headers = opts.retryAfterSeconds === undefined ? {} : { 'retry-after': String(opts.retryAfterSeconds) };
+        return sendJson(
+          res,
+          entry,
+          503,
+          statusObject(503, 'ServiceUnavailable', 'the server is currently unable to handle the request'),
+          headers,
+        );
+      }
+      case 'malformed': {
+        if (res.destroyed) return;
+        const kindName = kind === 'ssrr' ? 'SelfSubjectRulesReview' : 'SelfSubjectAccessReview';
+        const body = `{"kind":"${kindName}","apiVersion":"authorization.k8s.io/v1","status":{"allowed":tr`;
+        res.writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+        entry.status = 201;
+        return;
+      }
+      default:
+        throw new Error(`no fault answer for phase ${phase}`);
+    }
+  }
+
+  function answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, trickle) {
+    if (res.destroyed) return;
+    const auth = req.headers.authorization || '';
+    if (auth !== `Bearer ${config.token}`) {
+      return sendJson(res, entry, 401, statusObject(401, 'Unauthorized', 'Unauthorized'));
+    }
+    if (kind === 'other') {
+      return sendJson(res, entry, 404, statusObject(404, 'NotFound', 'the server could not find the requested resource'));
+    }
+    if (req.method !== 'POST') {
+      return sendJson(
+        res,
+        entry,
+        405,
+        statusObject(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`),
+      );
+    }
+    if (tooLarge) {
+      return sendJson(res, entry, 413, statusObject(413, 'RequestEntityTooLarge', 'request body too large'));
+    }
+    const body = entry.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      return sendJson(
+        res,
+        entry,
+        400,
+        statusObject(400, 'BadRequest', `the request body is not a JSON object: ${JSON.stringify((text || '').slice(0, 80))}`),
+      );
+    }
+    const spec = body.spec && typeof body.spec === 'object' ? body.spec : {};
+    let answer;
+    if (kind === 'ssar') {
+      const attrs = spec.resourceAttributes;
+      if (!attrs || typeof attrs !== 'object') {
+        if (spec.nonResourceAttributes) {
+          answer = { ...body, status: { allowed: false } };
+        } else {
+          return sendJson(
+            res,
+            entry,
+            422,
+            statusObject(
+              422,
+              'Invalid',
+              'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: ' +
+                'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified',
+            ),
+          );
+        }
+      } else {
+        const verdict = evaluateRole(config.role, config.namespace, attrs);
+        const status = { allowed: verdict.allowed };
+        if (verdict.allowed) {
+          status.reason = `RBAC: allowed by RoleBinding "runner/${config.namespace}" of Role "runner" (rule ${verdict.ruleIndex}) to ServiceAccount "runner/${config.namespace}"`;
+        }
+        answer = {
+          ...body,
+          apiVersion: body.apiVersion || 'authorization.k8s.io/v1',
+          kind: body.kind || 'SelfSubjectAccessReview',
+          metadata: { creationTimestamp: null, ...(body.metadata || {}) },
+          status,
+        };
+      }
+    } else {
+      const matches = spec.namespace === config.namespace;
+      const status = {
+        resourceRules: matches ? rulesForReview(config.role) : [],
+        nonResourceRules: [],
+        incomplete: config.rulesIncomplete,
+      };
+      if (config.rulesIncomplete) status.evaluationError = INCOMPLETE_ERROR;
+      answer = {
+        ...body,
+        apiVersion: body.apiVersion || 'authorization.k8s.io/v1',
+        kind: body.kind || 'SelfSubjectRulesReview',
+        metadata: { creationTimestamp: null, ...(body.metadata || {}) },
+        status,
+      };
+    }
+    if (trickle) return sendTrickle(res, entry, 201, answer);
+    return sendJson(res, entry, 201, answer);
+  }
+
+  function sendTrickle(res, entry, code, object) {
+    const opts = state.phaseOptions;
+    const gapMs = opts.trickleMs === undefined ? 200 : opts.trickleMs;
+    const chunkBytes = opts.trickleBytes === undefined ? 8 : Math.floor(opts.trickleBytes);
+    const body = Buffer.from(JSON.stringify(object), 'utf8');
+    res.writeHead(code, { 'content-type': 'application/json', 'content-length': body.length });
+    res.flushHeaders();
+    entry.status = code;
+    let offset = 0;
+    const writeNext = () => {
+      if (res.destroyed || state.closed) return;
+      const chunk = body.subarray(offset, offset + chunkBytes);
+      offset += chunk.length;
+      if (offset >= body.length) {
+        res.end(chunk);
+        return;
+      }
+      res.write(chunk);
+      later(gapMs, writeNext);
+    };
+    later(gapMs, writeNext);
+  }
+
+  // --- public handle -------------------------------------------------------
+
+  function counts() {
+    const byPhase = {};
+    const bySecond = {};
+    const byKind = { ssar: 0, ssrr: 0, other: 0 };
+    for (const r of requests) {
+      byPhase[r.phase] = (byPhase[r.phase] || 0) + 1;
+      const second = Math.floor(r.atMs / 1000);
+      bySecond[second] = (bySecond[second] || 0) + 1;
+      byKind[r.kind] += 1;
+    }
+    return { total: requests.length, byPhase, bySecond, byKind };
+  }
+
+  function writeKubeconfig(filePath, kubeOptions = {}) {
+    const token = kubeOptions.token === undefined ? config.token : kubeOptions.token;
+    const namespace = kubeOptions.namespace === undefined ? config.namespace : kubeOptions.namespace;
+    const q = (value) => JSON.stringify(String(value)); // a JSON string is a valid YAML double-quoted scalar
+    const yaml = [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: fake-apiserver',
+      '  cluster:',
+      `    server: ${q(handle.url)}`,
+      `    certificate-authority-data: ${q(Buffer.from(caPem, 'utf8').toString('base64'))}`,
+      'users:',
+      '- name: runner',
+      '  user:',
+      `    token: ${q(token)}`,
+      'contexts:',
+      '- name: fake-apiserver',
+      '  context:',
+      '    cluster: fake-apiserver',
+      '    user: runner',
+      `    namespace: ${q(namespace)}`,
+      'current-context: fake-apiserver',
+      '',
+    ].join('\n');
+    fs.writeFileSync(filePath, yaml, { mode: 0o600 });
+    return filePath;
+  }
+
+  async function close() {
+    if (state.closed) return;
+    state.closed = true;
+    cancelTimeline();
+    for (const timer of state.timers) clearTimeout(timer);
+    state.timers.clear();
+    if (state.refuseKeepAlive) {
+      clearInterval(state.refuseKeepAlive);
+      state.refuseKeepAlive = null;
+    }
+    destroyAllSockets();
+    await state.transition;
+    if (httpsServer.listening) {
+      state.listening = true;
+      await stopListening();
+    }
+    destroyAllSockets();
+  }
+
+  const handle = {
+    get url() {
+      return `https://${HOST}:${state.port}`;
+    },
+    get port() {
+      return state.port;
+    },
+    caPem,
+    get phase() {
+      return state.phase;
+    },
+    get phaseOptions() {
+      return { ...state.phaseOptions };
+    },
+    get listening() {
+      return httpsServer.listening;
+    },
+    get requests() {
+      return requests;
+    },
+    /** Every phase change: { atMs, phase, options }, starting with the initial 'healthy'. */
+    get phaseHistory() {
+      return state.phaseHistory;
+    },
+    /** Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete, latencyMs. */
+    configure(partial) {
+      for (const key of Object.keys(partial || {})) {
+        if (!(key in config)) throw new TypeError(`unknown setting ${key}`);
+        config[key] = key === 'rulesIncomplete' ? Boolean(partial[key]) : partial[key];
+      }
+    },
+    setPhase,
+    runTimeline,
+    counts,
+    resetCounts() {
+      requests.length = 0;
+    },
+    writeKubeconfig,
+    close,
+  };
+
+  try {
+    state.port = await listenFirst(options.port || 0);
+    state.listening = true;
+    state.phaseHistory.push({ atMs: Date.now(), phase: 'healthy', options: { share: 1 } });
+    if (options.phase && options.phase !== 'healthy') await setPhase(options.phase, options.phaseOptions);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return handle;
+}
+
+// ---------------------------------------------------------------------------
+// CLI
+
+function parseArgs(argv) {
+  const args = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--config' || arg === '--log') {
+      if (i + 1 >= argv.length) throw new Error(`${arg} needs a value`);
+      args[arg.slice(2)] = argv[++i];
+    } else {
+      throw new Error(`unknown argument ${arg}; usage: apiserver.js --config <file.json> [--log <file.json>]`);
+    }
+  }
+  if (!args.config) throw new Error('usage: apiserver.js --config <file.json> [--log <file.json>]');
+  return args;
+}
+
+async function main(argv) {
+  const args = parseArgs(argv);
+  const config = JSON.parse(fs.readFileSync(args.config, 'utf8'));
+  const maxRunMs = config.maxRunMs === undefined ? 120000 : config.maxRunMs;
+  const server = await startApiServer(config);
+  let stopping = false;
+
+  const stop = async (why, exitCode) => {
+    if (stopping) return;
+    stopping = true;
+    if (args.log) {
+      const log = {
+        stoppedBy: why,
+        url: server.url,
+        counts: server.counts(),
+        requests: server.requests,
+        phaseHistory: server.phaseHistory,
+      };
+      fs.writeFileSync(args.log, `${JSON.stringify(log, null, 2)}\n`);
+    }
+    await server.close();
+    process.exit(exitCode);
+  };
+
+  // Hard self-stop: this timer is deliberately ref'd so it also keeps the process alive.
+  setTimeout(() => {
+    process.stderr.write(`apiserver.js: maxRunMs ${maxRunMs} reached, stopping\n`);
+    stop('maxRunMs', 0);
+  }, maxRunMs);
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
+  process.on('SIGINT', () => stop('SIGINT', 0));
+
+  const kubeconfig = config.kubeconfig ? server.writeKubeconfig(config.kubeconfig) : null;
+  process.stdout.write(`${JSON.stringify({ url: server.url, port: server.port, kubeconfig })}\n`);
+  if (Array.isArray(config.timeline) && config.timeline.length > 0) {
+    await server.runTimeline(config.timeline);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).catch((err) => {
+    process.stderr.write(`apiserver.js: ${err && err.stack ? err.stack : err}\n`);
+    process.exit(1);
+  });
+}
+
+module.exports = { startApiServer, evaluateRole, PHASES, CERT_DIR };
