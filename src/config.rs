@@ -515,6 +515,18 @@ mod tests {
     }
 
     #[test]
+    fn readme_lists_every_setting_with_its_default() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+        for v in VARIABLES {
+            let row = format!(
+                "| `{}` | {} | {} | {} |",
+                v.name, v.default, v.accepts, v.meaning
+            );
+            assert!(readme.contains(&row), "README.md lacks the row:\n{row}");
+        }
+    }
+
+    #[test]
     fn long_values_are_shortened_in_errors() {
         let long = "9".repeat(500);
         let (_, e) = Settings::from_env([("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", long.as_str())]);

@@ -691,11 +691,12 @@ impl Preflight {
             }
             (Verdict::Allowed, Some(Source::GraceCache)) => {
                 let age = match self.cache {
-                    CacheState::Grace { age } => age.as_secs() / 60,
-                    _ => 0,
+                    CacheState::Grace { age } if age.as_secs() >= 120 => format!("{} min", age.as_secs() / 60),
+                    CacheState::Grace { age } => format!("{} s", age.as_secs()),
+                    _ => "an unknown time".to_string(),
                 };
                 let text = format!(
-                    "The Kubernetes API could not be reached for {tried} (last error: {last}); using this job's earlier successful permission check from {age} min ago. This is not a permissions problem."
+                    "The Kubernetes API could not be reached for {tried} (last error: {last}); using this job's earlier successful permission check from {age} ago. This is not a permissions problem."
                 );
                 warnings.push(text.clone());
                 text
