@@ -11,6 +11,7 @@ use thiserror::Error;
 
 use crate::cache::CachePolicy;
 use crate::schedule::{Backoff, Jitter};
+use crate::text::{parse_decimal, quoted};
 
 /// Every setting of a check.
 ///
@@ -193,7 +194,8 @@ pub const VARIABLES: &[Variable] = &[
 /// A variable whose value was not used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(
-    "{variable}={value:?} ignored: {problem}; accepted: {accepts}; using the default {default}"
+    "{variable}={} ignored: {problem}; accepted: {accepts}; using the default {default}",
+    quoted(value)
 )]
 pub struct SettingError {
     /// The variable's name.
@@ -328,10 +330,13 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
             settings.backoff.max_attempts = number(value, min, max)? as u32;
         }
         Kind::Factor => {
-            let factor: f64 = value.parse().map_err(|_| Problem::NotANumber)?;
-            if !factor.is_finite() {
-                return Err(Problem::NotANumber);
-            }
+            let factor = match parse_decimal(value) {
+                Some(f) => f,
+                None if value.starts_with('-') && parse_decimal(&value[1..]).is_some() => {
+                    return Err(Problem::OutOfRange)
+                }
+                None => return Err(Problem::NotANumber),
+            };
             if !(1.0..=10.0).contains(&factor) {
                 return Err(Problem::OutOfRange);
             }

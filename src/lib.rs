@@ -20,6 +20,7 @@ pub mod preflight;
 pub mod random;
 pub mod retry_after;
 pub mod schedule;
+pub mod text;
 pub mod wasm;
 
 pub use cache::{CacheKey, CachePolicy, CacheState, Unusable};

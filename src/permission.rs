@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use crate::text::quoted;
+
 /// One row of the hooks' permission table: a resource and the verbs needed
 /// on it. `verb` (one) is accepted as well as `verbs` (many).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,7 +63,10 @@ pub enum PermissionError {
     },
     /// A name with characters no Kubernetes name has (whitespace, control
     /// characters, `/` outside the subresource form).
-    #[error("required permission #{index} has an invalid {field}: {value:?}")]
+    #[error(
+        "required permission #{index} has an invalid {field}: {}",
+        quoted(value)
+    )]
     Invalid {
         /// Position in the table, from 0.
         index: usize,

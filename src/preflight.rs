@@ -52,6 +52,7 @@ use crate::identity::Identity;
 use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
 use crate::schedule::Schedule;
+use crate::text::{quoted, seconds};
 
 /// What the caller must do next.
 #[must_use]
@@ -250,7 +251,7 @@ pub enum SetupError {
     #[error(transparent)]
     Permissions(#[from] PermissionError),
     /// The namespace is empty or not a Kubernetes name.
-    #[error("invalid namespace {0:?}")]
+    #[error("invalid namespace {}", quoted(.0))]
     Namespace(String),
 }
 
@@ -675,7 +676,7 @@ impl Preflight {
 
     fn finish(&mut self, verdict: Verdict, source: Option<Source>, now: u64) -> Outcome {
         let elapsed_ms = now.saturating_sub(self.started_ms);
-        let tried = format!("{:.1} s", elapsed_ms as f64 / 1000.0);
+        let tried = seconds(elapsed_ms);
         let last_error = self.last_error.clone();
         let last = last_error.as_deref().unwrap_or("none");
         let mut warnings = std::mem::take(&mut self.warnings);
@@ -728,7 +729,7 @@ impl Preflight {
                     .iter()
                     .filter(|run| !matches!(run.state, State::Denied | State::Allowed))
                     .count();
-                let mut text = format!("denied: {} in namespace {:?}", names.join(", "), self.namespace);
+                let mut text = format!("denied: {} in namespace {}", names.join(", "), quoted(&self.namespace));
                 if unchecked > 0 {
                     text.push_str(&format!(" ({unchecked} other permission(s) could not be checked)"));
                 }
@@ -754,8 +755,8 @@ impl Preflight {
                 self.requests
             ),
             (Verdict::Inconclusive, _) => format!(
-                "Could not verify the service account's permissions in namespace {:?}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}). This is NOT a permissions denial: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health, not RBAC.",
-                self.namespace, self.requests
+                "Could not verify the service account's permissions in namespace {}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}). This is NOT a permissions denial: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health, not RBAC.",
+                quoted(&self.namespace), self.requests
             ),
         };
         Outcome {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use js_sys::{Object, Reflect, Uint8Array};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 use crate::classify::{classify as classify_facts, ErrorFacts};
@@ -18,6 +18,7 @@ use crate::permission::PermissionSpec;
 use crate::preflight::{self, Preflight as Machine, ProbeResult, ResultError, SetupError};
 use crate::random::RandomSource;
 use crate::schedule::Schedule;
+use crate::text::quoted;
 
 /// A preflight check (or a generic call) driven from JavaScript.
 #[wasm_bindgen(js_name = Preflight)]
@@ -83,7 +84,7 @@ impl WasmPreflight {
         now_ms: f64,
         result: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let result: ProbeResult = from_js(result, "result")?;
+        let result = from_js::<WireResult>(result, "result")?.into_result()?;
         let accepted = self
             .machine
             .on_result(probe as usize, attempt, time(now_ms)?, result)
@@ -151,6 +152,43 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
         .into_iter()
         .map(|d: Duration| d.as_millis() as f64)
         .collect()
+}
+
+/// A result as JS sends it: `{ type, allowed?, reason?, facts? }`. A flat
+/// struct instead of serde's internally tagged enum, which would buffer every
+/// value through serde's generic `Content` (about 16 KB of `.wasm`).
+#[derive(Deserialize)]
+struct WireResult {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    allowed: Option<bool>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    facts: Option<ErrorFacts>,
+}
+
+impl WireResult {
+    fn into_result(self) -> Result<ProbeResult, JsValue> {
+        match (self.kind.as_str(), self.allowed, self.facts) {
+            ("reviewed", Some(allowed), _) => Ok(ProbeResult::Reviewed {
+                allowed,
+                reason: self.reason,
+            }),
+            ("succeeded", _, _) => Ok(ProbeResult::Succeeded),
+            ("failed", _, facts) => Ok(ProbeResult::Failed {
+                facts: facts.unwrap_or_default(),
+            }),
+            (kind, _, _) => Err(error(
+                "PREFLIGHT_BAD_INPUT",
+                &format!(
+                    "invalid result: type {} (expected reviewed with allowed, succeeded, or failed)",
+                    quoted(kind)
+                ),
+            )),
+        }
+    }
 }
 
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {

@@ -1,0 +1,134 @@
+//! Small text helpers for messages, written without `{:?}` and float
+//! formatting: both pull large tables and code into the `.wasm`.
+
+/// `s` in double quotes, with `"`, `\` and control characters escaped, as
+/// `{:?}` would show a plain string.
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                out.push_str("\\u{");
+                out.push_str(&hex_digits(c as u32));
+                out.push('}');
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn hex_digits(mut n: u32) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = Vec::new();
+    loop {
+        digits.push(DIGITS[(n & 15) as usize]);
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
+}
+
+/// Milliseconds as seconds with one decimal, rounded: `27349` -> `"27.3 s"`.
+pub fn seconds(ms: u64) -> String {
+    let tenths = ms.saturating_add(50) / 100;
+    format!("{}.{} s", tenths / 10, tenths % 10)
+}
+
+/// A plain decimal (`2`, `1.5`, `+0.25`) as a number; no exponents, no
+/// `inf`/`NaN`, at most 6 decimals. `None` for anything else.
+pub fn parse_decimal(s: &str) -> Option<f64> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty()
+        || whole.len() > 9
+        || fraction.len() > 6
+        || !digits(whole)
+        || !digits(fraction)
+    {
+        return None;
+    }
+    let whole: u64 = whole.parse().ok()?;
+    let mut scaled = whole * 1_000_000;
+    let mut scale = 100_000;
+    for b in fraction.bytes() {
+        scaled += u64::from(b - b'0') * scale;
+        scale /= 10;
+    }
+    Some(scaled as f64 / 1_000_000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn quoted_matches_debug_for_ordinary_strings() {
+        for s in [
+            "ci",
+            "",
+            "soon",
+            "a\"b",
+            "back\\slash",
+            "tab\there",
+            "line\nbreak",
+            "ünïcode",
+        ] {
+            assert_eq!(quoted(s), format!("{s:?}"), "{s}");
+        }
+        assert_eq!(quoted("\u{1b}[31m"), "\"\\u{1b}[31m\"");
+    }
+
+    #[test]
+    fn seconds_round_to_tenths() {
+        assert_eq!(seconds(0), "0.0 s");
+        assert_eq!(seconds(27_349), "27.3 s");
+        assert_eq!(seconds(27_350), "27.4 s");
+        assert_eq!(seconds(90_000), "90.0 s");
+        assert_eq!(
+            seconds(u64::MAX),
+            "18446744073709551.6 s",
+            "saturates, never overflows"
+        );
+    }
+
+    #[test]
+    fn decimals_parse_and_garbage_does_not() {
+        assert_eq!(parse_decimal("2"), Some(2.0));
+        assert_eq!(parse_decimal("1.5"), Some(1.5));
+        assert_eq!(parse_decimal("+0.25"), Some(0.25));
+        assert_eq!(parse_decimal("10.000001"), Some(10.000001));
+        for bad in [
+            "",
+            ".5",
+            "1.",
+            "1e3",
+            "inf",
+            "NaN",
+            "-2",
+            "1.5.5",
+            "0x10",
+            "1.1234567",
+            "9999999999",
+        ] {
+            assert_eq!(
+                parse_decimal(bad),
+                if bad == "1." { Some(1.0) } else { None },
+                "{bad}"
+            );
+        }
+    }
+}
