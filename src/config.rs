@@ -18,8 +18,8 @@ use crate::text::{parse_decimal, quoted};
 /// # Default
 /// The backoff of [`Backoff::new`] (1 s doubling to 8 s, full jitter, at
 /// most 20 attempts, 90 s deadline), 10 s per request, `Retry-After` honoured
-/// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), OS
-/// randomness (no seed).
+/// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), the
+/// rules-review fast path on, OS randomness (no seed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Backoff, jitter, attempt limit and deadline of every review.
@@ -30,6 +30,9 @@ pub struct Settings {
     pub max_retry_after: Duration,
     /// Whether verdicts are cached at all.
     pub cache_enabled: bool,
+    /// Whether one SelfSubjectRulesReview goes first, so that only what its
+    /// rules do not prove is asked with SelfSubjectAccessReviews.
+    pub rules_review: bool,
     /// Cache TTL, grace and skew.
     pub cache: CachePolicy,
     /// Seed for jitter (reproducible runs); `None` draws from the OS.
@@ -50,6 +53,7 @@ impl Settings {
             request_timeout: Duration::from_secs(10),
             max_retry_after: Duration::from_secs(32),
             cache_enabled: true,
+            rules_review: true,
             cache: CachePolicy::new(),
             seed: None,
         }
@@ -160,6 +164,13 @@ pub const VARIABLES: &[Variable] = &[
         accepts: "on or off (also true/false, 1/0, yes/no)",
         default: "on",
         meaning: "whether an allowed verdict is cached for later steps of the job",
+        kind: Kind::Switch,
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW",
+        accepts: "on or off (also true/false, 1/0, yes/no)",
+        default: "on",
+        meaning: "ask one SelfSubjectRulesReview first and send access reviews only for what its rules do not prove",
         kind: Kind::Switch,
     },
     Variable {
@@ -346,11 +357,15 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
             settings.backoff.jitter = Jitter::from_name(value).ok_or(Problem::UnknownName)?;
         }
         Kind::Switch => {
-            settings.cache_enabled = match value.to_ascii_lowercase().as_str() {
+            let on = match value.to_ascii_lowercase().as_str() {
                 "on" | "true" | "1" | "yes" => true,
                 "off" | "false" | "0" | "no" => false,
                 _ => return Err(Problem::UnknownName),
             };
+            match variable.name {
+                "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW" => settings.rules_review = on,
+                _ => settings.cache_enabled = on,
+            }
         }
         Kind::Seed => {
             settings.seed = Some(number(value, 0, u64::MAX)?);
@@ -399,6 +414,7 @@ mod tests {
         assert_eq!(s.request_timeout, Duration::from_secs(10));
         assert_eq!(s.max_retry_after, Duration::from_secs(32));
         assert!(s.cache_enabled);
+        assert!(s.rules_review);
         assert_eq!(s.cache, CachePolicy::new());
         assert_eq!(s.seed, None);
         // The table's default texts agree with the values.
@@ -424,6 +440,7 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS", "500"),
             ("ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS", "0"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE", "off"),
+            ("ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW", "no"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "5000"),
             ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42"),
@@ -440,6 +457,7 @@ mod tests {
         assert_eq!(s.request_timeout, ms(500));
         assert_eq!(s.max_retry_after, ms(0));
         assert!(!s.cache_enabled);
+        assert!(!s.rules_review);
         assert_eq!(s.cache.ttl, ms(1000));
         assert_eq!(s.cache.grace, ms(5000));
         assert_eq!(s.seed, Some(42));

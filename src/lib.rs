@@ -19,6 +19,7 @@ pub mod permission;
 pub mod preflight;
 pub mod random;
 pub mod retry_after;
+pub mod rules;
 pub mod schedule;
 pub mod text;
 pub mod wasm;

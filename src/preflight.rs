@@ -7,7 +7,7 @@
 //! let mut check = Preflight::new(settings, &permissions, namespace, identity, cached, now)?;
 //! loop {
 //!     match check.poll(now) {
-//!         Action::Send { probe, attempt, review, timeout_ms } => start it; report with on_result
+//!         Action::Send { probe, attempt, request, timeout_ms } => start it; report with on_result
 //!         Action::Warn { message } => print it, poll again
 //!         Action::Wait { until_ms } => sleep until then or until a request settles
 //!         Action::Done { outcome } => act on it; stop
@@ -20,10 +20,14 @@
 //! `poll` until it returns `Wait` or `Done`: each call returns at most one
 //! `Send` or `Warn`.
 //!
-//! Every required permission is one probe (one SelfSubjectAccessReview); all
-//! probes run in parallel, each with its own [`Schedule`]. Each `Send` builds
-//! a fresh review body for that probe and attempt, so a retry can never
-//! submit another probe's verb.
+//! Every required permission is one probe (one SelfSubjectAccessReview). By
+//! default one more probe goes first: a SelfSubjectRulesReview, whose rules
+//! prove what they can ([`crate::rules`]); only the permissions it does not
+//! prove are then asked, in parallel, each with its own [`Schedule`]. If the
+//! rules review is refused outright (a fatal error or HTTP 403: an old
+//! server, or a cluster that forbids it), every permission is asked. Each
+//! `Send` builds a fresh request body for that probe and attempt, so a retry
+//! can never submit another probe's verb.
 //!
 //! The outcome, decided once nothing is in flight:
 //! - any definitive `allowed: false` -> [`Verdict::Denied`] naming every
@@ -51,6 +55,7 @@ use crate::config::{SettingError, Settings};
 use crate::identity::Identity;
 use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
+use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
 use crate::text::{quoted, seconds};
 
@@ -68,8 +73,8 @@ pub enum Action {
         probe: usize,
         /// Which attempt of that probe, from 1.
         attempt: u32,
-        /// The body to POST; `None` for a generic call ([`Preflight::for_call`]).
-        review: Option<AccessReview>,
+        /// What to send.
+        request: Request,
         /// Abort the request after this long and report it as timed out.
         timeout_ms: u64,
     },
@@ -91,6 +96,50 @@ pub enum Action {
         /// What was decided.
         outcome: Outcome,
     },
+}
+
+/// The request a `Send` asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "body", rename_all = "camelCase")]
+pub enum Request {
+    /// POST this SelfSubjectAccessReview; report `Reviewed`.
+    AccessReview(AccessReview),
+    /// POST this SelfSubjectRulesReview; report `RulesReviewed`.
+    RulesReview(RulesReview),
+    /// Call the generic function ([`Preflight::for_call`]); report `Succeeded`.
+    Call,
+}
+
+/// A SelfSubjectRulesReview body, exactly as the API expects it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesReview {
+    /// `authorization.k8s.io/v1`
+    pub api_version: String,
+    /// `SelfSubjectRulesReview`
+    pub kind: String,
+    /// What is asked.
+    pub spec: RulesReviewSpec,
+}
+
+/// The spec of a [`RulesReview`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesReviewSpec {
+    /// The namespace whose rules are asked for.
+    pub namespace: String,
+}
+
+impl RulesReview {
+    fn new(namespace: &str) -> Self {
+        RulesReview {
+            api_version: "authorization.k8s.io/v1".into(),
+            kind: "SelfSubjectRulesReview".into(),
+            spec: RulesReviewSpec {
+                namespace: namespace.into(),
+            },
+        }
+    }
 }
 
 /// A SelfSubjectAccessReview body, exactly as the API expects it.
@@ -159,6 +208,11 @@ pub enum ProbeResult {
         #[serde(default)]
         reason: Option<String>,
     },
+    /// The rules review answered: its `status`.
+    RulesReviewed {
+        /// The review's status.
+        status: RulesStatus,
+    },
     /// A generic call ([`Preflight::for_call`]) succeeded.
     Succeeded,
     /// The request failed; the facts the shim saw.
@@ -185,8 +239,9 @@ pub enum ResultError {
     /// No such probe.
     #[error("no probe {0} in this check")]
     UnknownProbe(usize),
-    /// A `succeeded` result for a review, which must say allowed or not.
-    #[error("probe {0} is a review; report `reviewed`, not `succeeded`")]
+    /// A result of the wrong kind for the probe (e.g. `succeeded` for an
+    /// access review, which must say allowed or not).
+    #[error("probe {0} got a result of the wrong kind for its request")]
     WrongResultKind(usize),
 }
 
@@ -240,6 +295,8 @@ pub struct Outcome {
     pub last_error: Option<String>,
     /// Requests started by this check.
     pub requests: u32,
+    /// Permissions the rules review proved (no access review needed).
+    pub proven_by_rules: u32,
     /// Time from the start of the check to the verdict, in ms.
     pub elapsed_ms: u64,
 }
@@ -258,6 +315,7 @@ pub enum SetupError {
 #[derive(Debug, Clone)]
 enum Probe {
     Access(Permission),
+    Rules,
     Call,
 }
 
@@ -272,8 +330,14 @@ enum State {
         attempt: u32,
         timeout_at_ms: u64,
     },
+    /// Waiting for the rules review to say whether this is needed.
+    Blocked,
     Allowed,
+    /// Proven by the rules review: no request needed.
+    Proven,
     Denied,
+    /// The rules review was refused; the access reviews go ahead instead.
+    Skipped,
     /// Out of attempts (or stopped because the check is ending).
     Exhausted,
     Fatal(String),
@@ -335,8 +399,19 @@ impl Preflight {
             Some(key) => cache::judge(cached, key, &settings.cache, now_ms),
             None => CacheState::Unusable(cache::Unusable::Missing),
         };
-        let probes = permissions.into_iter().map(Probe::Access).collect();
+        let rules_first = settings.rules_review;
+        let mut probes: Vec<Probe> = permissions.into_iter().map(Probe::Access).collect();
+        if rules_first {
+            probes.push(Probe::Rules);
+        }
         let mut check = Preflight::start(settings, namespace, key, cache, probes, now_ms);
+        if rules_first {
+            for run in &mut check.probes {
+                if let Probe::Access(_) = run.probe {
+                    run.state = State::Blocked;
+                }
+            }
+        }
         if let CacheState::Unusable(why) = &check.cache {
             if why.deserves_warning() {
                 check.warnings.push(format!(
@@ -503,30 +578,69 @@ impl Preflight {
         if !current || self.outcome.is_some() {
             return Ok(Accepted::Stale);
         }
-        let is_call = matches!(run.probe, Probe::Call);
-        match result {
-            ProbeResult::Reviewed { allowed: true, .. } | ProbeResult::Succeeded if is_call => {
-                self.probes[probe].state = State::Allowed;
-            }
-            ProbeResult::Succeeded => return Err(ResultError::WrongResultKind(probe)),
-            ProbeResult::Reviewed { allowed: true, .. } => {
+        match (&run.probe, result) {
+            (_, ProbeResult::Failed { facts }) => self.on_failure(probe, &facts, now),
+            (Probe::Call, ProbeResult::Succeeded) => self.probes[probe].state = State::Allowed,
+            (Probe::Access(_), ProbeResult::Reviewed { allowed: true, .. }) => {
                 self.probes[probe].state = State::Allowed
             }
-            ProbeResult::Reviewed { allowed: false, .. } if is_call => {
-                self.probes[probe].state = State::Allowed;
-            }
-            ProbeResult::Reviewed { allowed: false, .. } => {
+            (Probe::Access(_), ProbeResult::Reviewed { allowed: false, .. }) => {
                 self.probes[probe].state = State::Denied;
                 self.stopping = true;
             }
-            ProbeResult::Failed { facts } => self.on_failure(probe, &facts, now),
+            (Probe::Rules, ProbeResult::RulesReviewed { status }) => {
+                self.probes[probe].state = State::Allowed;
+                self.apply_rules(&status, now);
+            }
+            _ => return Err(ResultError::WrongResultKind(probe)),
         }
         Ok(Accepted::Applied)
+    }
+
+    /// The rules review answered: what it proves needs no request; the
+    /// rest go ahead now.
+    fn apply_rules(&mut self, status: &RulesStatus, now: u64) {
+        let blocked: Vec<usize> = (0..self.probes.len())
+            .filter(|&i| self.probes[i].state == State::Blocked)
+            .collect();
+        let permissions: Vec<Permission> = blocked
+            .iter()
+            .filter_map(|&i| match &self.probes[i].probe {
+                Probe::Access(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let proofs = rules::proven(status, &permissions);
+        for (&index, proven) in blocked.iter().zip(proofs) {
+            self.probes[index].state = if proven {
+                State::Proven
+            } else {
+                State::Due { at_ms: now }
+            };
+        }
+    }
+
+    /// The rules review was refused: ask every permission instead.
+    fn skip_rules(&mut self, probe: usize, now: u64) {
+        self.probes[probe].state = State::Skipped;
+        for run in &mut self.probes {
+            if run.state == State::Blocked {
+                run.state = State::Due { at_ms: now };
+            }
+        }
     }
 
     fn on_failure(&mut self, probe: usize, facts: &ErrorFacts, now: u64) {
         let class = classify(facts, now, self.settings.max_retry_after);
         let evidence = describe(&class, facts);
+        let refused_outright = matches!(class, Class::Fatal { .. }) || facts.status == Some(403);
+        if matches!(self.probes[probe].probe, Probe::Rules) && refused_outright && !self.stopping {
+            // An old server (404) or a cluster that forbids rules reviews
+            // (403): the access reviews, which may themselves see a
+            // transient 403, decide instead.
+            self.skip_rules(probe, now);
+            return;
+        }
         if let Class::Fatal { .. } = class {
             self.probes[probe].state = State::Fatal(evidence);
             self.stopping = true;
@@ -592,7 +706,10 @@ impl Preflight {
     fn stop_everything(&mut self) {
         self.stopping = true;
         for run in &mut self.probes {
-            if matches!(run.state, State::Due { .. } | State::InFlight { .. }) {
+            if matches!(
+                run.state,
+                State::Due { .. } | State::InFlight { .. } | State::Blocked
+            ) {
                 run.state = State::Exhausted;
             }
         }
@@ -618,14 +735,15 @@ impl Preflight {
             timeout_at_ms: now + timeout_ms,
         };
         self.requests += 1;
-        let review = match &run.probe {
-            Probe::Access(p) => Some(AccessReview::new(&self.namespace, p)),
-            Probe::Call => None,
+        let request = match &run.probe {
+            Probe::Access(p) => Request::AccessReview(AccessReview::new(&self.namespace, p)),
+            Probe::Rules => Request::RulesReview(RulesReview::new(&self.namespace)),
+            Probe::Call => Request::Call,
         };
         Some(Action::Send {
             probe: index,
             attempt: run.attempt,
-            review,
+            request,
             timeout_ms,
         })
     }
@@ -644,15 +762,17 @@ impl Preflight {
     fn try_conclude(&mut self, now: u64) -> Option<Outcome> {
         if self.stopping {
             for run in &mut self.probes {
-                if let State::Due { .. } = run.state {
+                if matches!(run.state, State::Due { .. } | State::Blocked) {
                     run.state = State::Exhausted;
                 }
             }
         }
-        let busy = self
-            .probes
-            .iter()
-            .any(|run| matches!(run.state, State::Due { .. } | State::InFlight { .. }));
+        let busy = self.probes.iter().any(|run| {
+            matches!(
+                run.state,
+                State::Due { .. } | State::InFlight { .. } | State::Blocked
+            )
+        });
         if busy {
             return None;
         }
@@ -704,7 +824,7 @@ impl Preflight {
             }
             (Verdict::Allowed, _) => {
                 record = self.key.as_ref().map(|key| cache::record_for(key, now));
-                if self.requests > self.probes.len() as u32 {
+                if self.last_error.is_some() {
                     format!(
                         "Permissions verified after {} requests in {tried} (the API failed transiently: {last}).",
                         self.requests
@@ -720,14 +840,15 @@ impl Preflight {
                     .filter(|run| run.state == State::Denied)
                     .filter_map(|run| match &run.probe {
                         Probe::Access(p) => Some(p.clone()),
-                        Probe::Call => None,
+                        _ => None,
                     })
                     .collect();
                 let names: Vec<String> = missing.iter().map(|p| p.to_string()).collect();
                 let unchecked = self
                     .probes
                     .iter()
-                    .filter(|run| !matches!(run.state, State::Denied | State::Allowed))
+                    .filter(|run| matches!(run.probe, Probe::Access(_)))
+                    .filter(|run| !matches!(run.state, State::Denied | State::Allowed | State::Proven))
                     .count();
                 let mut text = format!("denied: {} in namespace {}", names.join(", "), quoted(&self.namespace));
                 if unchecked > 0 {
@@ -769,6 +890,11 @@ impl Preflight {
             record,
             last_error,
             requests: self.requests,
+            proven_by_rules: self
+                .probes
+                .iter()
+                .filter(|run| run.state == State::Proven)
+                .count() as u32,
             elapsed_ms,
         }
     }

@@ -14,9 +14,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::classify::{classify as classify_facts, ErrorFacts};
 use crate::config::{Settings, PREFIX};
-use crate::permission::PermissionSpec;
+use crate::permission::{Permission, PermissionSpec};
 use crate::preflight::{self, Preflight as Machine, ProbeResult, ResultError, SetupError};
 use crate::random::RandomSource;
+use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
 use crate::text::quoted;
 
@@ -120,6 +121,18 @@ pub fn cache_file_name(
     .map_err(setup_error)
 }
 
+/// `rulesProve(status, permissions)`: for each permission (flattened, one
+/// verb each, in the order given), whether the rules review status proves it.
+#[wasm_bindgen(js_name = rulesProve)]
+pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsValue> {
+    let status: RulesStatus = from_js(status, "status")?;
+    let permissions: Vec<Permission> = from_js(permissions, "permissions")?;
+    Ok(rules::proven(&status, &permissions)
+        .into_iter()
+        .map(u8::from)
+        .collect())
+}
+
 /// `classify(facts, nowMs, env?)`: the class of one failure.
 #[wasm_bindgen]
 pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
@@ -167,6 +180,8 @@ struct WireResult {
     reason: Option<String>,
     #[serde(default)]
     facts: Option<ErrorFacts>,
+    #[serde(default)]
+    status: Option<RulesStatus>,
 }
 
 impl WireResult {
@@ -176,6 +191,9 @@ impl WireResult {
                 allowed,
                 reason: self.reason,
             }),
+            ("rulesReviewed", _, _) => Ok(ProbeResult::RulesReviewed {
+                status: self.status.unwrap_or_default(),
+            }),
             ("succeeded", _, _) => Ok(ProbeResult::Succeeded),
             ("failed", _, facts) => Ok(ProbeResult::Failed {
                 facts: facts.unwrap_or_default(),
@@ -183,7 +201,7 @@ impl WireResult {
             (kind, _, _) => Err(error(
                 "PREFLIGHT_BAD_INPUT",
                 &format!(
-                    "invalid result: type {} (expected reviewed with allowed, succeeded, or failed)",
+                    "invalid result: type {} (expected reviewed with allowed, rulesReviewed, succeeded, or failed)",
                     quoted(kind)
                 ),
             )),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use k8s_auth_preflight::cache::{self, CacheKey};
-use k8s_auth_preflight::preflight::{Accepted, Action, ResultError};
+use k8s_auth_preflight::preflight::{Accepted, Action, Request, ResultError};
 use k8s_auth_preflight::{
     permission, ErrorFacts, Identity, Jitter, Preflight, ProbeResult, Settings, Source, Verdict,
 };
@@ -19,9 +19,12 @@ use k8s_auth_preflight::{
 const TOKEN: &str = "test-token-for-the-runner";
 const MIN: u64 = 60_000;
 
+/// Settings for the access-review machinery alone (the rules-review fast
+/// path has its own tests in tests/rules_fast_path.rs).
 fn settings() -> Settings {
     let mut s = Settings::new();
     s.seed = Some(7);
+    s.rules_review = false;
     s
 }
 
@@ -101,7 +104,7 @@ fn all_allowed_is_allowed_with_a_record_that_the_next_step_uses() {
 fn a_definitive_denial_names_exactly_what_is_missing() {
     let mut c = check(settings(), None, T0);
     let run = drive(&mut c, T0, |_, s| {
-        let a = &s.review.as_ref().unwrap().spec.resource_attributes;
+        let a = s.access();
         let denied = (a.verb == "create" && a.subresource == "exec")
             || (a.verb == "delete" && a.resource == "secrets");
         healthy(!denied)
@@ -387,7 +390,7 @@ fn every_request_carries_its_own_fresh_review() {
     });
     let expected = permission::flatten(&hooks_permissions()).unwrap();
     for s in &run.sent {
-        let a = &s.review.as_ref().unwrap().spec.resource_attributes;
+        let a = s.access();
         let p = &expected[s.probe];
         assert_eq!(
             (
@@ -402,7 +405,9 @@ fn every_request_carries_its_own_fresh_review() {
             s.probe,
             s.attempt
         );
-        assert_eq!(s.review.as_ref().unwrap().kind, "SelfSubjectAccessReview");
+        assert!(
+            matches!(&s.request, Request::AccessReview(r) if r.kind == "SelfSubjectAccessReview")
+        );
     }
     assert!(run.sent.iter().any(|s| s.attempt >= 3));
 }
@@ -447,6 +452,7 @@ fn settings_warnings_and_a_missing_credential_surface_as_warn_actions() {
     let env = [
         ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "soon"),
         ("ACTIONS_RUNNER_PREFLIGHT_SEED", "3"),
+        ("ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW", "off"),
     ];
     let mut c = Preflight::from_env(env, &hooks_permissions(), "ci", None, None, T0).unwrap();
     let run = drive(&mut c, T0, |_, _| healthy(true));
@@ -564,7 +570,7 @@ fn the_generic_call_uses_the_same_policy() {
     let mut c = Preflight::for_call(settings(), T0);
     let mut calls = 0;
     let run = drive(&mut c, T0, |_, s| {
-        assert!(s.review.is_none());
+        assert_eq!(s.request, Request::Call);
         calls += 1;
         if calls < 3 {
             fail(refused())

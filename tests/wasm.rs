@@ -4,7 +4,7 @@
 
 use js_sys::{Array, Reflect, JSON};
 use k8s_auth_preflight::wasm::{
-    cache_file_name, classify, preview_schedule, settings_warnings, WasmPreflight,
+    cache_file_name, classify, preview_schedule, rules_prove, settings_warnings, WasmPreflight,
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -37,12 +37,16 @@ fn permissions() -> JsValue {
     )
 }
 
+/// Access reviews only; the rules-review fast path has its own test below.
 fn env() -> JsValue {
-    json(r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"11","PATH":"/usr/bin"}"#)
+    json(
+        r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"11","ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW":"off","PATH":"/usr/bin"}"#,
+    )
 }
 
 enum Reply {
     Review(bool),
+    Rules(&'static str),
     Fail(&'static str),
 }
 
@@ -64,9 +68,18 @@ fn drive(check: &mut WasmPreflight, start: f64, server: impl Fn(f64, &JsValue) -
                 sends += 1;
                 let probe = num(&action, "probe") as u32;
                 let attempt = num(&action, "attempt") as u32;
-                let result = match server(now, &get(&action, "review")) {
+                let request = get(&action, "request");
+                let body = if text(&request, "kind") == "rulesReview" {
+                    JsValue::NULL
+                } else {
+                    get(&request, "body")
+                };
+                let result = match server(now, &body) {
                     Reply::Review(allowed) => {
                         json(&format!(r#"{{"type":"reviewed","allowed":{allowed}}}"#))
+                    }
+                    Reply::Rules(status) => {
+                        json(&format!(r#"{{"type":"rulesReviewed","status":{status}}}"#))
                     }
                     Reply::Fail(facts) => json(&format!(r#"{{"type":"failed","facts":{facts}}}"#)),
                 };
@@ -290,4 +303,40 @@ fn settings_and_cache_names_cross_the_boundary() {
     )
     .unwrap();
     assert_eq!(off, None);
+}
+
+#[test]
+fn one_rules_review_proves_a_complete_role() {
+    let env = json(r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"11"}"#);
+    let mut check = WasmPreflight::new(
+        &env,
+        permissions(),
+        "ci",
+        &JsValue::from_str(TOKEN),
+        &JsValue::NULL,
+        T0,
+    )
+    .unwrap();
+    let role = r#"{"resourceRules":[
+        {"verbs":["*"],"apiGroups":[""],"resources":["pods","pods/exec","pods/log"]},
+        {"verbs":["get","list","create","delete"],"apiGroups":[""],"resources":["secrets"]}],
+        "incomplete":false}"#;
+    let run = drive(&mut check, T0, |_, body| {
+        assert!(body.is_null(), "only the rules review is sent");
+        Reply::Rules(role)
+    });
+    assert_eq!(text(&run.outcome, "verdict"), "allowed");
+    assert_eq!(run.sends, 1);
+    assert_eq!(num(&run.outcome, "provenByRules"), 13.0);
+}
+
+#[test]
+fn rules_prove_crosses_the_boundary() {
+    let status =
+        json(r#"{"resourceRules":[{"verbs":["create"],"apiGroups":[""],"resources":["*/exec"]}]}"#);
+    let perms = json(
+        r#"[{"verb":"create","group":"","resource":"pods","subresource":"exec"},
+            {"verb":"create","group":"","resource":"pods","subresource":""}]"#,
+    );
+    assert_eq!(rules_prove(status, perms).unwrap(), vec![1, 0]);
 }

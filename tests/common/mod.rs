@@ -6,7 +6,8 @@
 
 #![allow(dead_code)]
 
-use k8s_auth_preflight::preflight::{AccessReview, Action, Outcome, ProbeResult};
+use k8s_auth_preflight::preflight::{Action, Outcome, ProbeResult, Request, ResourceAttributes};
+use k8s_auth_preflight::rules::RulesStatus;
 use k8s_auth_preflight::{ErrorFacts, PermissionSpec, Preflight};
 
 /// Epoch ms at which simulated checks start (2026-10-21T02:15:26Z).
@@ -17,6 +18,8 @@ pub const T0: u64 = 1_792_548_926_000;
 pub enum Reply {
     /// Answer after `latency` ms with `status.allowed`.
     Review { allowed: bool, latency: u64 },
+    /// Answer a rules review after `latency` ms with this status.
+    Rules { status: RulesStatus, latency: u64 },
     /// Fail after `latency` ms with these facts.
     Fail { facts: ErrorFacts, latency: u64 },
     /// Never answer (the shim's timeout, or the machine's, ends it).
@@ -29,8 +32,22 @@ pub struct Sent {
     pub at: u64,
     pub probe: usize,
     pub attempt: u32,
-    pub review: Option<AccessReview>,
+    pub request: Request,
     pub timeout_ms: u64,
+}
+
+impl Sent {
+    /// The resource attributes of an access review (panics for other requests).
+    pub fn access(&self) -> &ResourceAttributes {
+        match &self.request {
+            Request::AccessReview(review) => &review.spec.resource_attributes,
+            other => panic!("not an access review: {other:?}"),
+        }
+    }
+
+    pub fn is_rules(&self) -> bool {
+        matches!(self.request, Request::RulesReview(_))
+    }
 }
 
 /// What a run produced.
@@ -103,14 +120,14 @@ pub fn drive(
             Action::Send {
                 probe,
                 attempt,
-                review,
+                request,
                 timeout_ms,
             } => {
                 let s = Sent {
                     at: now,
                     probe,
                     attempt,
-                    review,
+                    request,
                     timeout_ms,
                 };
                 match server(now, &s) {
@@ -118,10 +135,19 @@ pub fn drive(
                         now + latency,
                         probe,
                         attempt,
-                        ProbeResult::Reviewed {
-                            allowed,
-                            reason: None,
+                        match s.request {
+                            Request::Call => ProbeResult::Succeeded,
+                            _ => ProbeResult::Reviewed {
+                                allowed,
+                                reason: None,
+                            },
                         },
+                    )),
+                    Reply::Rules { status, latency } => pending.push((
+                        now + latency,
+                        probe,
+                        attempt,
+                        ProbeResult::RulesReviewed { status },
                     )),
                     Reply::Fail { facts, latency } => {
                         pending.push((now + latency, probe, attempt, ProbeResult::Failed { facts }))
