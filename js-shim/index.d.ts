@@ -1,0 +1,163 @@
+// Type declarations for k8s-auth-preflight.
+
+/** One row of the permission table: a resource and the verbs needed on it. */
+export interface RequiredPermission {
+  /** API group; the core group is "". */
+  group: string;
+  /** Resource, e.g. "pods". */
+  resource: string;
+  /** Subresource, e.g. "exec"; "" for none. */
+  subresource?: string;
+  /** The verbs needed. */
+  verbs?: readonly string[];
+  /** A single verb, for tables that list one per row. */
+  verb?: string;
+}
+
+/** One verb on one resource, as named in a denial. */
+export interface Permission {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource: string;
+}
+
+export type Verdict = 'allowed' | 'denied' | 'inconclusive' | 'error';
+
+/** Where an allowed verdict came from. */
+export type Source = 'reviews' | 'cache' | 'graceCache';
+
+/** What a check decided (see the README for what each verdict prints). */
+export interface Outcome {
+  verdict: Verdict;
+  /** For 'allowed': this check's reviews, a fresh cached verdict, or a stale one used because the API was unreachable. */
+  source: Source | null;
+  /** For 'denied': exactly the permissions the API denied. */
+  missing: Permission[];
+  /** One line a person can act on. */
+  message: string;
+  /** Warnings printed for this check. */
+  warnings: string[];
+  /** The cache record written, if any. */
+  record: string | null;
+  /** True when the cached verdict was deleted (a denial). */
+  deleteRecord: boolean;
+  /** The last transient error seen, if any. */
+  lastError: string | null;
+  /** Requests this check started. */
+  requests: number;
+  /** Time from the start of the check to the verdict, in ms. */
+  elapsedMs: number;
+}
+
+/** Where warnings go. Missing methods fall back to stdout workflow commands. */
+export interface PreflightLogger {
+  info?(message: string): void;
+  warning?(message: string): void;
+  error?(message: string): void;
+}
+
+/** The subset of client-node's AuthorizationV1Api that the check calls. */
+export interface AuthorizationApiLike {
+  createSelfSubjectAccessReview(
+    param: { body: unknown },
+    options?: unknown,
+  ): Promise<{ status?: { allowed?: boolean; reason?: string } } | undefined>;
+}
+
+/** The subset of client-node's KubeConfig that the check uses. */
+export interface KubeConfigLike {
+  getCurrentUser(): unknown;
+  makeApiClient(apiClass: unknown): unknown;
+}
+
+export interface AuthPreflightOptions {
+  /** The host's loaded KubeConfig: the API client and the cache key come from it. */
+  kubeConfig?: KubeConfigLike;
+  /** The namespace the hooks work in. */
+  namespace: string;
+  /** Defaults to `defaultRequiredPermissions`. */
+  requiredPermissions?: readonly RequiredPermission[];
+  /** Use this client instead of one made from `kubeConfig`. */
+  authorizationApi?: AuthorizationApiLike;
+  /** Folder for the cache file; default $RUNNER_TEMP, else the OS temp dir. */
+  cacheDir?: string;
+  /** Where ACTIONS_RUNNER_PREFLIGHT_* settings are read; default process.env. */
+  env?: Record<string, string | undefined>;
+  /** Default: @actions/core if the host has it, else stdout workflow commands. */
+  logger?: PreflightLogger;
+  /** Clock, epoch ms; default Date.now. */
+  now?: () => number;
+  /** Randomness for jitter, [0, 1); default OS randomness inside the core. */
+  random?: () => number;
+  /** Sees every action and result, for timelines and tests. */
+  observer?: (event: Record<string, unknown>) => void;
+}
+
+export interface AuthPreflight {
+  /**
+   * Resolves true when every permission is granted (or a usable cached
+   * verdict says so), false on a definitive denial (the missing permissions
+   * are logged). Rejects with PreflightInconclusiveError when the API gave no
+   * definitive answer in time (NOT a denial), PreflightError on a fatal error.
+   */
+  isAuthPermissionsOK(): Promise<boolean>;
+  /** The outcome of the last check, or null before the first. */
+  lastOutcome(): Outcome | null;
+}
+
+export function createAuthPreflight(options: AuthPreflightOptions): AuthPreflight;
+
+/** Sets the options the zero-argument isAuthPermissionsOK() uses. */
+export function configureAuthPreflight(options: AuthPreflightOptions): AuthPreflight;
+
+/**
+ * Drop-in for the hooks' isAuthPermissionsOK(): the configured options, else
+ * the default kubeconfig, ACTIONS_RUNNER_KUBERNETES_NAMESPACE (or the current
+ * context's namespace) and defaultRequiredPermissions.
+ */
+export function isAuthPermissionsOK(): Promise<boolean>;
+
+export interface RetryOptions {
+  env?: Record<string, string | undefined>;
+  logger?: PreflightLogger;
+  now?: () => number;
+  random?: () => number;
+  observer?: (event: Record<string, unknown>) => void;
+}
+
+/**
+ * Calls fn(signal) until it succeeds, with the preflight's classifier and
+ * schedule. The signal aborts when an attempt times out; pass
+ * withAbortSignal(signal) as a client-node call's options to close its socket.
+ */
+export function retryK8sApiCall<T>(fn: (signal: AbortSignal) => Promise<T>, options?: RetryOptions): Promise<T>;
+
+/** Options for a client-node object-parameter call that abort it on `signal`. */
+export function withAbortSignal(signal: AbortSignal): {
+  middleware: unknown[];
+  middlewareMergeStrategy: 'append';
+};
+
+/** The permissions the runner container hooks need (13 reviews). */
+export const defaultRequiredPermissions: readonly RequiredPermission[];
+
+/** The API gave no definitive answer in time. This is NOT a permissions denial. */
+export class PreflightInconclusiveError extends Error {
+  readonly code: 'PREFLIGHT_INCONCLUSIVE';
+  readonly outcome: Outcome;
+  constructor(outcome: Outcome);
+}
+
+/** A fatal, non-retryable error during the check (e.g. a malformed response). */
+export class PreflightError extends Error {
+  readonly code: 'PREFLIGHT_ERROR';
+  readonly outcome: Outcome;
+  constructor(outcome: Outcome);
+}
+
+/** True for a PreflightInconclusiveError from any copy of this package. */
+export function isPreflightInconclusiveError(e: unknown): e is PreflightInconclusiveError;
+
+/** True for a PreflightError from any copy of this package. */
+export function isPreflightError(e: unknown): e is PreflightError;
