@@ -16,7 +16,7 @@ use crate::text::{parse_decimal, quoted};
 /// Every setting of a check.
 ///
 /// # Default
-/// The backoff of [`Backoff::new`] (1 s doubling to 8 s, full jitter, at
+/// The backoff of [`Backoff::new`] (1 s doubling to 8 s, equal jitter, at
 /// most 20 attempts, 90 s deadline), 10 s per request, `Retry-After` honoured
 /// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), the
 /// rules-review fast path on, OS randomness (no seed).
@@ -135,7 +135,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_JITTER",
         accepts: "one of none, equal, full, decorrelated",
-        default: "full",
+        default: "equal",
         meaning: "how backoff delays are randomized",
         kind: Kind::Jitter,
     },

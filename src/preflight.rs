@@ -24,8 +24,9 @@
 //! default one more probe goes first: a SelfSubjectRulesReview, whose rules
 //! prove what they can ([`crate::rules`]); only the permissions it does not
 //! prove are then asked, in parallel, each with its own [`Schedule`]. If the
-//! rules review is refused outright (a fatal error or HTTP 403: an old
-//! server, or a cluster that forbids it), every permission is asked. Each
+//! rules review is refused (a fatal error such as 404 from an old server, or
+//! [`RULES_FORBIDDEN_BEFORE_FALLBACK`] 403s from a cluster that forbids it),
+//! every permission is asked. Each
 //! `Send` builds a fresh request body for that probe and attempt, so a retry
 //! can never submit another probe's verb.
 //!
@@ -370,8 +371,19 @@ pub struct Preflight {
     pending_warnings: VecDeque<String>,
     warnings: Vec<String>,
     warned_unreachable: bool,
+    /// 403 answers to the rules review so far.
+    rules_forbidden: u32,
     outcome: Option<Outcome>,
 }
+
+/// A 403 to the rules review is most often the unwarmed apiserver's
+/// transient 403 (the default `system:basic-user` role lets every account
+/// create rules reviews), so it is retried like one; only after this many
+/// does the check conclude that the cluster forbids rules reviews and fall
+/// back to one access review per permission. Falling back at the first 403
+/// sent 13 reviews per waiting check into the recovery window: the incident
+/// replay measured a higher peak than not using rules reviews at all.
+pub const RULES_FORBIDDEN_BEFORE_FALLBACK: u32 = 3;
 
 impl Preflight {
     /// A permission check of `permissions` in `namespace`.
@@ -513,6 +525,7 @@ impl Preflight {
             pending_warnings: VecDeque::new(),
             warnings: Vec::new(),
             warned_unreachable: false,
+            rules_forbidden: 0,
             outcome: None,
         }
     }
@@ -633,13 +646,17 @@ impl Preflight {
     fn on_failure(&mut self, probe: usize, facts: &ErrorFacts, now: u64) {
         let class = classify(facts, now, self.settings.max_retry_after);
         let evidence = describe(&class, facts);
-        let refused_outright = matches!(class, Class::Fatal { .. }) || facts.status == Some(403);
-        if matches!(self.probes[probe].probe, Probe::Rules) && refused_outright && !self.stopping {
-            // An old server (404) or a cluster that forbids rules reviews
-            // (403): the access reviews, which may themselves see a
-            // transient 403, decide instead.
-            self.skip_rules(probe, now);
-            return;
+        if matches!(self.probes[probe].probe, Probe::Rules) && !self.stopping {
+            if facts.status == Some(403) {
+                self.rules_forbidden += 1;
+            }
+            let fatal = matches!(class, Class::Fatal { .. });
+            if fatal || self.rules_forbidden >= RULES_FORBIDDEN_BEFORE_FALLBACK {
+                // An old server (404) or a cluster that forbids rules
+                // reviews (403 again and again): ask every permission.
+                self.skip_rules(probe, now);
+                return;
+            }
         }
         if let Class::Fatal { .. } = class {
             self.probes[probe].state = State::Fatal(evidence);

@@ -68,14 +68,20 @@ impl Jitter {
 /// The shape of a backoff: a small `Copy` value.
 ///
 /// # Default
-/// base 1 s, factor 2, cap 8 s, at most 20 attempts, deadline 90 s, full
-/// jitter: delays 1, 2, 4, 8, 8, ... s before jitter.
+/// base 1 s, factor 2, cap 8 s, at most 20 attempts, deadline 90 s, equal
+/// jitter: delays 1, 2, 4, 8, 8, ... s before jitter, each between half and
+/// all of that after it.
 ///
-/// The deadline is the budget; the attempt limit is a safety net. With full
-/// jitter the mean delay at the cap is 4 s, so 10 attempts (DESIGN.md's
-/// starting point) cover only about 27 s on average and as little as 17 s in
-/// a bad draw, less than the incident's 25 s stall; 20 attempts cover about
-/// 67 s on average.
+/// Chosen by the incident replay (`cargo run --release --example replay --
+/// --sweep`, bench/results/replay.md). With full jitter the mean delay at
+/// the cap is 4 s, so the attempt limit, not the deadline, ends a long
+/// stall: full jitter survived stalls of 55 s, equal jitter 80-85 s; and
+/// the apiserver's peak load after recovery was about 3x lower with equal
+/// jitter (waiting checks retry every 6 s on average instead of 4 s), for
+/// the same time from recovery to verdict. 10 attempts (DESIGN.md's starting
+/// point) cover as little as 17 s with full jitter, less than the
+/// incident's 25 s stall; with equal jitter 20 attempts span at least 67 s,
+/// so the deadline stays the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Backoff {
@@ -108,7 +114,7 @@ impl Backoff {
             max_delay: Duration::from_secs(8),
             max_attempts: 20,
             deadline: Duration::from_secs(90),
-            jitter: Jitter::Full,
+            jitter: Jitter::Equal,
         }
     }
 
@@ -270,7 +276,7 @@ mod tests {
         assert_eq!(b.max_delay, ms(8000));
         assert_eq!(b.max_attempts, 20);
         assert_eq!(b.deadline, ms(90_000));
-        assert_eq!(b.jitter, Jitter::Full);
+        assert_eq!(b.jitter, Jitter::Equal);
         let plain = delays(b.with_jitter(Jitter::None), 0);
         // 1+2+4+8*10 = 87 s; the next 8 s would pass the 90 s deadline.
         assert_eq!(

@@ -191,7 +191,7 @@ fn rules_alone_never_deny() {
 
 #[test]
 fn a_refused_rules_review_falls_back_to_access_reviews() {
-    for code in [404, 403, 400] {
+    for code in [404, 400, 422] {
         let mut c = check();
         let run = drive(&mut c, T0, |_, s| {
             if s.is_rules() {
@@ -212,6 +212,42 @@ fn a_refused_rules_review_falls_back_to_access_reviews() {
             "HTTP {code}: no backoff before falling back"
         );
     }
+}
+
+#[test]
+fn a_rules_review_forbidden_again_and_again_falls_back_after_three() {
+    let mut c = check();
+    let run = drive(&mut c, T0, |_, s| {
+        if s.is_rules() {
+            fail(status(403))
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(
+        run.sent.iter().filter(|s| s.is_rules()).count() as u32,
+        k8s_auth_preflight::preflight::RULES_FORBIDDEN_BEFORE_FALLBACK
+    );
+    assert_eq!(run.sent.iter().filter(|s| !s.is_rules()).count(), 13);
+}
+
+#[test]
+fn a_transient_403_on_the_rules_review_does_not_fan_out() {
+    // The unwarmed apiserver's 403 window: the first rules review is
+    // forbidden, the retry succeeds; no access review is sent.
+    let mut c = check();
+    let mut server = role_server(full_role(), false);
+    let run = drive(&mut c, T0, |now, s| {
+        if s.attempt == 1 {
+            fail(status(403))
+        } else {
+            server(now, s)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.sent.len(), 2);
+    assert!(run.sent.iter().all(|s| s.is_rules()));
 }
 
 #[test]

@@ -1,0 +1,521 @@
+//! A fleet of runner jobs against a simulated apiserver, on a simulated
+//! clock, driving the crate's own state machine (`Preflight`) for every step
+//! of every job, so each policy is measured by the code that ships.
+//!
+//! Model:
+//! - each job runs `prepare`, `script_steps` script steps and `cleanup`;
+//!   every step is a fresh hook process: a new `Preflight`, fed the job's
+//!   cache file as it is at that moment;
+//! - a step whose check fails ends the job's script steps (cleanup still
+//!   runs, as in GitHub Actions);
+//! - the apiserver answers in 5-20 ms while healthy, refuses connections (or
+//!   hangs) during the stall, then answers 403 to a share of requests for a
+//!   short window, then is healthy again;
+//! - a hung request ends when the step's own timeout fires, as the shim's
+//!   AbortSignal would end it.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::time::Duration;
+
+use k8s_auth_preflight::preflight::{Action, ProbeResult, Request};
+use k8s_auth_preflight::rules::{ResourceRule, RulesStatus};
+use k8s_auth_preflight::{
+    ErrorFacts, Identity, Jitter, PermissionSpec, Preflight, RandomSource, Settings, Verdict,
+};
+
+/// Epoch ms at which a simulation starts; only its offset matters.
+pub const EPOCH: u64 = 1_792_548_000_000;
+
+/// A policy under test: settings for our machine, and how a failure is
+/// reported to the user.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub name: String,
+    pub settings: Settings,
+    /// True when a failed check tells the user the service account lacks
+    /// permissions (upstream and seed #64 have no three-way outcome).
+    pub blames_rbac_on_failure: bool,
+}
+
+impl Policy {
+    /// The hooks as shipped: 13 reviews per step, one attempt, no timeout.
+    pub fn upstream() -> Policy {
+        let mut s = Settings::new();
+        s.rules_review = false;
+        s.cache_enabled = false;
+        s.backoff.max_attempts = 1;
+        s.backoff.deadline = Duration::from_secs(3600);
+        s.request_timeout = Duration::from_secs(300);
+        Policy {
+            name: "upstream".into(),
+            settings: s,
+            blames_rbac_on_failure: true,
+        }
+    }
+
+    /// Seed PR #64: 13 reviews per step, 4 attempts 3/6/12 s, no jitter,
+    /// 15 s per request, no cache.
+    pub fn pr64() -> Policy {
+        let mut s = Settings::new();
+        s.rules_review = false;
+        s.cache_enabled = false;
+        s.backoff.base = Duration::from_secs(3);
+        s.backoff.factor = 2.0;
+        s.backoff.max_delay = Duration::from_secs(60);
+        s.backoff.max_attempts = 4;
+        s.backoff.deadline = Duration::from_secs(3600);
+        s.backoff.jitter = Jitter::None;
+        s.request_timeout = Duration::from_secs(15);
+        s.max_retry_after = Duration::ZERO;
+        Policy {
+            name: "pr64".into(),
+            settings: s,
+            blames_rbac_on_failure: true,
+        }
+    }
+
+    /// Seed PR #68: 13 reviews, 6 attempts 1.5-8 s capped, equal jitter,
+    /// 15 s per request, cache 1 h / 24 h, three-way outcome.
+    pub fn pr68() -> Policy {
+        let mut s = Settings::new();
+        s.rules_review = false;
+        s.backoff.base = Duration::from_millis(1500);
+        s.backoff.factor = 2.0;
+        s.backoff.max_delay = Duration::from_secs(8);
+        s.backoff.max_attempts = 6;
+        s.backoff.deadline = Duration::from_secs(3600);
+        s.backoff.jitter = Jitter::Equal;
+        s.request_timeout = Duration::from_secs(15);
+        s.max_retry_after = Duration::ZERO;
+        Policy {
+            name: "pr68".into(),
+            settings: s,
+            blames_rbac_on_failure: false,
+        }
+    }
+
+    /// This package's defaults.
+    pub fn ours() -> Policy {
+        Policy {
+            name: "ours".into(),
+            settings: Settings::new(),
+            blames_rbac_on_failure: false,
+        }
+    }
+
+    /// Ours with another jitter kind.
+    pub fn ours_with_jitter(jitter: Jitter) -> Policy {
+        let mut p = Policy::ours();
+        p.settings.backoff.jitter = jitter;
+        p.name = format!("ours, {} jitter", jitter.name());
+        p
+    }
+
+    /// Ours without the rules-review fast path.
+    pub fn ours_without_rules_review() -> Policy {
+        let mut p = Policy::ours();
+        p.settings.rules_review = false;
+        p.name = "ours, no rules review".into();
+        p
+    }
+}
+
+/// The fleet and the incident.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub jobs: u32,
+    /// Jobs start uniformly over this span.
+    pub start_spread: Duration,
+    pub script_steps: u32,
+    /// Work done by each script step after its check.
+    pub step_work: (Duration, Duration),
+    /// When the stall begins, from the start.
+    pub stall_at: Duration,
+    pub stall: Duration,
+    /// During the stall: hang instead of refusing.
+    pub stall_hangs: bool,
+    /// After the stall, this long of transient 403s...
+    pub forbidden_window: Duration,
+    /// ...to this share of requests.
+    pub forbidden_share: f64,
+    pub latency: (Duration, Duration),
+    pub seed: u64,
+}
+
+impl Scenario {
+    /// The 2026-10-21 nightly: 300 jobs, a 25 s refused stall, then 3 s of
+    /// transient 403 for half the requests.
+    pub fn incident() -> Scenario {
+        Scenario {
+            jobs: 300,
+            start_spread: Duration::from_secs(180),
+            script_steps: 10,
+            step_work: (Duration::from_secs(5), Duration::from_secs(40)),
+            stall_at: Duration::from_secs(120),
+            stall: Duration::from_secs(25),
+            stall_hangs: false,
+            forbidden_window: Duration::from_secs(3),
+            forbidden_share: 0.5,
+            latency: (Duration::from_millis(5), Duration::from_millis(20)),
+            seed: 1,
+        }
+    }
+
+    fn recovery_ms(&self) -> u64 {
+        ms(self.stall_at + self.stall)
+    }
+}
+
+/// What one policy did in one scenario.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub policy: String,
+    pub steps: u32,
+    pub steps_failed: u32,
+    pub false_rbac_reports: u32,
+    /// Requests the clients sent (including ones refused at connect).
+    pub requests_sent: u64,
+    /// Requests that reached the apiserver (refused ones do not).
+    pub requests_served: u64,
+    pub jobs: u32,
+    /// Most requests reaching the apiserver in any one second from recovery on.
+    pub peak_per_second_after_recovery: u64,
+    /// Time from recovery to verdict, for checks in progress at recovery.
+    pub recovery_to_verdict_ms: Vec<u64>,
+    /// Time each check added to its step.
+    pub check_ms: Vec<u64>,
+}
+
+impl Report {
+    pub fn requests_per_job(&self) -> f64 {
+        self.requests_sent as f64 / f64::from(self.jobs.max(1))
+    }
+}
+
+/// The percentile `p` (0-100) of `values`, nearest-rank; 0 when empty.
+pub fn percentile(values: &[u64], p: f64) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[derive(Debug)]
+enum Event {
+    StepStart {
+        job: usize,
+    },
+    Poll {
+        step: usize,
+    },
+    Answer {
+        step: usize,
+        probe: usize,
+        attempt: u32,
+        result: ProbeResult,
+    },
+}
+
+struct Job {
+    /// Steps done so far (0 = prepare next).
+    next_step: u32,
+    failed: bool,
+    cache_file: Option<Vec<u8>>,
+}
+
+struct Step {
+    job: usize,
+    machine: Preflight,
+    started_ms: u64,
+    next_poll_ms: Option<u64>,
+    finished: bool,
+}
+
+/// The hooks' upstream table: 13 reviews.
+pub fn hooks_permissions() -> Vec<PermissionSpec> {
+    let row = |resource: &str, sub: &str, verbs: &[&str]| PermissionSpec {
+        group: String::new(),
+        resource: resource.into(),
+        subresource: sub.into(),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        verb: None,
+    };
+    vec![
+        row("pods", "", &["get", "list", "create", "delete"]),
+        row("pods", "exec", &["get", "create"]),
+        row("pods", "log", &["get", "list", "watch"]),
+        row("secrets", "", &["get", "list", "create", "delete"]),
+    ]
+}
+
+fn full_role() -> RulesStatus {
+    let rule = |resources: &[&str], verbs: &[&str]| ResourceRule {
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        api_groups: vec![String::new()],
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        resource_names: vec![],
+    };
+    RulesStatus {
+        resource_rules: vec![
+            rule(&["pods"], &["get", "list", "create", "delete"]),
+            rule(&["pods/exec"], &["get", "create"]),
+            rule(&["pods/log"], &["get", "list", "watch"]),
+            rule(&["secrets"], &["get", "list", "create", "delete"]),
+        ],
+        incomplete: false,
+        evaluation_error: None,
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// Runs one policy through one scenario. Bounded: gives up (panics) after
+/// a fixed number of events, so a livelock cannot hang a run.
+pub fn run(policy: &Policy, scenario: &Scenario) -> Report {
+    let mut random = RandomSource::seeded(scenario.seed);
+    let permissions = hooks_permissions();
+    let identity = Identity::from_credential(b"replay-service-account-token");
+    let steps_per_job = scenario.script_steps + 2;
+    let stall_from = EPOCH + ms(scenario.stall_at);
+    let stall_to = stall_from + ms(scenario.stall);
+    let forbidden_to = stall_to + ms(scenario.forbidden_window);
+    let recovery = EPOCH + scenario.recovery_ms();
+
+    let mut queue: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+    let mut events: BTreeMap<u64, Event> = BTreeMap::new();
+    let mut seq = 0u64;
+    let mut push = |queue: &mut BinaryHeap<Reverse<(u64, u64)>>,
+                    events: &mut BTreeMap<u64, Event>,
+                    at: u64,
+                    e: Event| {
+        seq += 1;
+        queue.push(Reverse((at, seq)));
+        events.insert(seq, e);
+    };
+
+    let mut jobs: Vec<Job> = Vec::new();
+    for j in 0..scenario.jobs {
+        jobs.push(Job {
+            next_step: 0,
+            failed: false,
+            cache_file: None,
+        });
+        let start = EPOCH + random.between(0, ms(scenario.start_spread));
+        push(
+            &mut queue,
+            &mut events,
+            start,
+            Event::StepStart { job: j as usize },
+        );
+    }
+    let mut steps: Vec<Step> = Vec::new();
+    let mut report = Report {
+        policy: policy.name.clone(),
+        jobs: scenario.jobs,
+        ..Report::default()
+    };
+    let mut served_per_second: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut forbidden_counter = 0u64;
+
+    let mut processed = 0u64;
+    while let Some(Reverse((now, id))) = queue.pop() {
+        processed += 1;
+        assert!(processed < 50_000_000, "simulation did not end");
+        let Some(event) = events.remove(&id) else {
+            continue;
+        };
+        let step_index = match event {
+            Event::StepStart { job } => {
+                let mut settings = policy.settings.clone();
+                settings.seed = Some(scenario.seed ^ ((steps.len() as u64 + 1) * 0x9E37_79B9));
+                let machine = Preflight::new(
+                    settings,
+                    &permissions,
+                    "ci",
+                    identity.clone(),
+                    jobs[job].cache_file.as_deref(),
+                    now,
+                )
+                .expect("valid fixture");
+                steps.push(Step {
+                    job,
+                    machine,
+                    started_ms: now,
+                    next_poll_ms: None,
+                    finished: false,
+                });
+                report.steps += 1;
+                steps.len() - 1
+            }
+            Event::Poll { step } => {
+                if steps[step].finished || steps[step].next_poll_ms != Some(now) {
+                    continue;
+                }
+                steps[step].next_poll_ms = None;
+                step
+            }
+            Event::Answer {
+                step,
+                probe,
+                attempt,
+                result,
+            } => {
+                if steps[step].finished {
+                    continue;
+                }
+                let _ = steps[step].machine.on_result(probe, attempt, now, result);
+                step
+            }
+        };
+
+        // Poll the step until it waits or is done.
+        loop {
+            let action = steps[step_index].machine.poll(now);
+            match action {
+                Action::Send {
+                    probe,
+                    attempt,
+                    request,
+                    timeout_ms,
+                } => {
+                    report.requests_sent += 1;
+                    let (at, result) = if now >= stall_from && now < stall_to {
+                        if scenario.stall_hangs {
+                            (
+                                now + timeout_ms,
+                                failed(ErrorFacts {
+                                    timed_out: true,
+                                    message: "aborted".into(),
+                                    ..ErrorFacts::default()
+                                }),
+                            )
+                        } else {
+                            (
+                                now + 1,
+                                failed(ErrorFacts {
+                                    codes: vec!["ECONNREFUSED".into()],
+                                    message: "connect ECONNREFUSED".into(),
+                                    ..ErrorFacts::default()
+                                }),
+                            )
+                        }
+                    } else {
+                        report.requests_served += 1;
+                        *served_per_second.entry((now - EPOCH) / 1000).or_insert(0) += 1;
+                        let latency =
+                            random.between(ms(scenario.latency.0), ms(scenario.latency.1));
+                        let in_window = now >= stall_to && now < forbidden_to;
+                        let forbidden = in_window && {
+                            forbidden_counter += 1;
+                            let share = scenario.forbidden_share;
+                            ((forbidden_counter as f64) * share).floor()
+                                > (((forbidden_counter - 1) as f64) * share).floor()
+                        };
+                        let result = if forbidden {
+                            failed(ErrorFacts {
+                                status: Some(403),
+                                message: "selfsubjectaccessreviews is forbidden".into(),
+                                ..ErrorFacts::default()
+                            })
+                        } else {
+                            match request {
+                                Request::RulesReview(_) => ProbeResult::RulesReviewed {
+                                    status: full_role(),
+                                },
+                                _ => ProbeResult::Reviewed {
+                                    allowed: true,
+                                    reason: None,
+                                },
+                            }
+                        };
+                        (now + latency, result)
+                    };
+                    push(
+                        &mut queue,
+                        &mut events,
+                        at,
+                        Event::Answer {
+                            step: step_index,
+                            probe,
+                            attempt,
+                            result,
+                        },
+                    );
+                }
+                Action::Warn { .. } => {}
+                Action::Wait { until_ms } => {
+                    let step = &mut steps[step_index];
+                    if step.next_poll_ms.is_none_or(|t| until_ms < t) {
+                        step.next_poll_ms = Some(until_ms);
+                        push(
+                            &mut queue,
+                            &mut events,
+                            until_ms,
+                            Event::Poll { step: step_index },
+                        );
+                    }
+                    break;
+                }
+                Action::Done { outcome } => {
+                    let step = &mut steps[step_index];
+                    step.finished = true;
+                    let job = &mut jobs[step.job];
+                    let took = now - step.started_ms;
+                    report.check_ms.push(took);
+                    if step.started_ms < recovery && now >= recovery && outcome.requests > 0 {
+                        report.recovery_to_verdict_ms.push(now - recovery);
+                    }
+                    if let Some(record) = outcome.record {
+                        job.cache_file = Some(record.into_bytes());
+                    }
+                    if outcome.delete_record {
+                        job.cache_file = None;
+                    }
+                    let ok = outcome.verdict == Verdict::Allowed;
+                    if !ok {
+                        report.steps_failed += 1;
+                        if policy.blames_rbac_on_failure || outcome.verdict == Verdict::Denied {
+                            report.false_rbac_reports += 1;
+                        }
+                        job.failed = true;
+                    }
+                    // Next step: script steps only while the job has not
+                    // failed; cleanup always.
+                    job.next_step += 1;
+                    if job.failed && job.next_step < steps_per_job - 1 {
+                        job.next_step = steps_per_job - 1;
+                    }
+                    if job.next_step < steps_per_job {
+                        let work =
+                            random.between(ms(scenario.step_work.0), ms(scenario.step_work.1));
+                        let j = step.job;
+                        push(
+                            &mut queue,
+                            &mut events,
+                            now + work,
+                            Event::StepStart { job: j },
+                        );
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    let from = (recovery - EPOCH) / 1000;
+    report.peak_per_second_after_recovery = served_per_second
+        .range(from..)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
+    report
+}
+
+fn failed(facts: ErrorFacts) -> ProbeResult {
+    ProbeResult::Failed { facts }
+}
