@@ -21,6 +21,17 @@ async function drive(machine, perform, { clock, logger, observer }) {
   const inFlight = new Set();
   let finished = false;
   let wake = null;
+  // An observer is for tests and timelines: if it throws, the check goes on.
+  // (Thrown inside a request's settle callback, it was an unhandled
+  // rejection that ended the whole hook process.)
+  const observe = (event) => {
+    if (!observer) return;
+    try {
+      observer(event);
+    } catch {
+      // ignored on purpose
+    }
+  };
   const notify = () => {
     if (wake) {
       const w = wake;
@@ -44,7 +55,7 @@ async function drive(machine, perform, { clock, logger, observer }) {
       // After `done` the machine may already be freed; late results of
       // aborted requests have nowhere to go.
       if (finished) return;
-      if (observer) observer({ type: 'result', atMs: clock(), probe: action.probe, attempt: action.attempt, result });
+      observe({ type: 'result', atMs: clock(), probe: action.probe, attempt: action.attempt, result });
       try {
         machine.onResult(action.probe, action.attempt, clock(), result);
       } catch (e) {
@@ -69,7 +80,7 @@ async function drive(machine, perform, { clock, logger, observer }) {
   try {
     for (;;) {
       const action = machine.poll(clock());
-      if (observer) observer({ ...action, atMs: clock() });
+      observe({ ...action, atMs: clock() });
       if (action.type === 'send') {
         start(action);
       } else if (action.type === 'warn') {

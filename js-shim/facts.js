@@ -70,7 +70,14 @@ function safeGet(object, key) {
 function header(headers, name) {
   if (!headers || typeof headers !== 'object') return null;
   try {
+    if (headers instanceof Map) {
+      for (const [key, value] of headers) {
+        if (String(key).toLowerCase() === name) return Array.isArray(value) ? String(value[0]) : String(value);
+      }
+      return null;
+    }
     if (typeof headers.get === 'function') {
+      // A fetch Headers object: its get() is already case-insensitive.
       const v = headers.get(name);
       return v === undefined || v === null ? null : String(v);
     }

@@ -46,6 +46,8 @@ export interface Outcome {
   lastError: string | null;
   /** Requests this check started. */
   requests: number;
+  /** Permissions the SelfSubjectRulesReview proved (no access review needed). */
+  provenByRules: number;
   /** Time from the start of the check to the verdict, in ms. */
   elapsedMs: number;
 }
@@ -63,6 +65,11 @@ export interface AuthorizationApiLike {
     param: { body: unknown },
     options?: unknown,
   ): Promise<{ status?: { allowed?: boolean; reason?: string } } | undefined>;
+  /** Optional: without it every permission is asked with an access review. */
+  createSelfSubjectRulesReview?(
+    param: { body: unknown },
+    options?: unknown,
+  ): Promise<{ status?: { resourceRules?: unknown[]; incomplete?: boolean; evaluationError?: string } } | undefined>;
 }
 
 /** The subset of client-node's KubeConfig that the check uses. */

@@ -117,17 +117,42 @@ function createAuthPreflight(options) {
   return { isAuthPermissionsOK, lastOutcome: () => last };
 }
 
-/** One SelfSubjectAccessReview, as the core asked for it. */
+/**
+ * One request, as the core asked for it: `action.request` is
+ * `{ kind: 'accessReview' | 'rulesReview', body }`.
+ */
 async function review(api, action, signal) {
-  const response = await api.createSelfSubjectAccessReview({ body: action.review }, withAbortSignal(signal));
+  const { request } = action;
+  if (request.kind === 'rulesReview') return rulesReview(api, request.body, signal);
+  const response = await api.createSelfSubjectAccessReview({ body: request.body }, withAbortSignal(signal));
   const status = response && response.status;
-  if (!status || typeof status.allowed !== 'boolean') {
-    return {
-      type: 'failed',
-      facts: { codes: [], timedOut: false, name: 'SyntaxError', message: 'the review response has no status.allowed' },
-    };
-  }
+  if (!status || typeof status.allowed !== 'boolean') return malformed('the review response has no status.allowed');
   return { type: 'reviewed', allowed: status.allowed, reason: typeof status.reason === 'string' ? status.reason : null };
+}
+
+/** One SelfSubjectRulesReview; its rules go to the core as plain data. */
+async function rulesReview(api, body, signal) {
+  const response = await api.createSelfSubjectRulesReview({ body }, withAbortSignal(signal));
+  const status = response && response.status;
+  if (!status || !Array.isArray(status.resourceRules)) return malformed('the rules review response has no status.resourceRules');
+  const strings = (list) => (Array.isArray(list) ? list.filter((x) => typeof x === 'string') : []);
+  return {
+    type: 'rulesReviewed',
+    status: {
+      resourceRules: status.resourceRules.map((rule) => ({
+        verbs: strings(rule && rule.verbs),
+        apiGroups: strings(rule && rule.apiGroups),
+        resources: strings(rule && rule.resources),
+        resourceNames: strings(rule && rule.resourceNames),
+      })),
+      incomplete: status.incomplete === true,
+      evaluationError: typeof status.evaluationError === 'string' ? status.evaluationError : null,
+    },
+  };
+}
+
+function malformed(message) {
+  return { type: 'failed', facts: { codes: [], timedOut: false, name: 'SyntaxError', message } };
 }
 
 function makeAuthorizationApi(kubeConfig) {

@@ -681,9 +681,11 @@ impl Preflight {
             Class::Throttled {
                 retry_after_ms: Some(ms),
                 ..
-            } => run
-                .schedule
-                .next_delay_after_pushback(elapsed, Duration::from_millis(ms)),
+            } => run.schedule.next_delay_after_pushback(
+                elapsed,
+                Duration::from_millis(ms),
+                &mut self.random,
+            ),
             _ => run.schedule.next_delay(elapsed, &mut self.random),
         };
         match delay {
@@ -946,7 +948,9 @@ pub fn cache_file_name<'a>(
 fn describe(class: &Class, facts: &ErrorFacts) -> String {
     let why = class.why();
     let detail = facts.message.trim();
-    if detail.is_empty() || detail.len() > 160 {
+    // An abort's message ("The user aborted a request.", "This operation was
+    // aborted") depends on the client and says nothing more than the flag.
+    if facts.timed_out || detail.is_empty() || detail.len() > 160 {
         why.to_string()
     } else if detail.contains(why) {
         detail.to_string()

@@ -197,15 +197,24 @@ impl Schedule {
     /// Like [`Schedule::next_delay`], but the server said how long to wait
     /// (`Retry-After`): its wait replaces the backoff (server pushback, as in
     /// gRPC's retry design), still within the attempt limit and deadline.
+    /// Unless jitter is `none`, up to half the wait again is added at random:
+    /// never sooner than the server asked, but a fleet told "retry after 1 s"
+    /// does not come back in the same millisecond.
     pub fn next_delay_after_pushback(
         &mut self,
         elapsed: Duration,
         pushback: Duration,
+        random: &mut RandomSource,
     ) -> Option<Duration> {
         if self.attempts >= self.backoff.max_attempts {
             return None;
         }
-        self.admit(elapsed, pushback)
+        let ms = pushback.as_millis() as u64;
+        let spread = match self.backoff.jitter {
+            Jitter::None => 0,
+            _ => random.between(0, ms / 2),
+        };
+        self.admit(elapsed, Duration::from_millis(ms.saturating_add(spread)))
     }
 
     /// Every delay of a schedule whose attempts all fail at once: the
@@ -323,27 +332,47 @@ mod tests {
     #[test]
     fn pushback_replaces_backoff_within_limits() {
         let b = Backoff::new()
+            .with_jitter(Jitter::None)
             .with_max_attempts(3)
             .with_deadline(ms(20_000));
         let mut s = Schedule::new(b);
+        let r = &mut RandomSource::seeded(1);
         assert_eq!(
-            s.next_delay_after_pushback(ms(0), ms(15_000)),
+            s.next_delay_after_pushback(ms(0), ms(15_000), r),
             Some(ms(15_000))
         );
         assert_eq!(
-            s.next_delay_after_pushback(ms(16_000), ms(5_000)),
+            s.next_delay_after_pushback(ms(16_000), ms(5_000), r),
             None,
             "would start past the deadline"
         );
         assert_eq!(
-            s.next_delay_after_pushback(ms(16_000), ms(1_000)),
+            s.next_delay_after_pushback(ms(16_000), ms(1_000), r),
             Some(ms(1_000))
         );
         assert_eq!(s.attempts(), 3);
         assert_eq!(
-            s.next_delay_after_pushback(ms(17_000), ms(1)),
+            s.next_delay_after_pushback(ms(17_000), ms(1), r),
             None,
             "attempt limit"
+        );
+    }
+
+    #[test]
+    fn jittered_pushback_is_never_sooner_than_asked_and_spreads_a_fleet() {
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..50 {
+            let mut s = Schedule::new(Backoff::new());
+            let d = s
+                .next_delay_after_pushback(ms(0), ms(1_000), &mut RandomSource::seeded(seed))
+                .unwrap();
+            assert!(d >= ms(1_000) && d <= ms(1_500), "{d:?}");
+            seen.insert(d);
+        }
+        assert!(
+            seen.len() > 25,
+            "50 clients told 'after 1 s' spread over {} distinct times",
+            seen.len()
         );
     }
 

@@ -57,9 +57,14 @@ const SETTINGS = {
 // just before the check (the cache read happens synchronously at its start),
 // doneAt just after (after the write).
 const CHILD = `'use strict';
-const paths = [process.env.CONSUMER_DIR];
-const preflight = require(require.resolve('k8s-auth-preflight', { paths }));
-const k8s = require(require.resolve('@kubernetes/client-node', { paths }));
+// createRequire, not require.resolve(..., { paths }): from inside this repo
+// Node's self-resolution would find the working tree, not the tarball.
+const fromConsumer = require('node:module').createRequire(require('node:path').join(process.env.CONSUMER_DIR, 'package.json'));
+const preflight = fromConsumer('k8s-auth-preflight');
+const k8s = fromConsumer('@kubernetes/client-node');
+if (!fromConsumer.resolve('k8s-auth-preflight').startsWith(process.env.CONSUMER_DIR)) {
+  throw new Error('loaded k8s-auth-preflight from outside the consumer folder');
+}
 const kubeConfig = new k8s.KubeConfig();
 kubeConfig.loadFromFile(process.env.KUBECONFIG);
 const warnings = [];

@@ -1,0 +1,221 @@
+'use strict';
+// Shared fixtures for the node:test suites in tests/js: the Role that grants
+// exactly the 13 default permissions, time-compressed settings, a capturing
+// logger, and a per-test loopback apiserver + kubeconfig + cache folder that
+// are cleaned up when the test ends.
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const consumer = require('./consumer');
+const { startApiServer } = require('../../support/apiserver');
+
+const { k8s, preflight } = consumer;
+
+/** The installed package's WebAssembly core (for settings checks and classify). */
+const installedCore = require(path.join(consumer.consumerDir, 'node_modules', 'k8s-auth-preflight', 'pkg', 'k8s_auth_preflight.js'));
+
+/**
+ * Cores with the SelfSubjectRulesReview fast path ask one rules review first;
+ * these suites are about the 13 access reviews, so they turn it off where the
+ * installed core knows the switch (an older core would warn about it).
+ */
+const HAS_RULES_SWITCH = installedCore.settingsWarnings({ ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW: 'off' }).length === 0;
+
+/** The bearer token the fake apiserver accepts; must never appear in a cache file. */
+const TOKEN = 'sa-token-3f9c1e7a5b2d4c6e8f0a1b2c3d4e5f60';
+const NAMESPACE = 'ci';
+
+/** The 13 (verb, resource, subresource) triples the default table expands to. */
+const DEFAULT_PERMISSIONS = Object.freeze([
+  ['get', 'pods', ''],
+  ['list', 'pods', ''],
+  ['create', 'pods', ''],
+  ['delete', 'pods', ''],
+  ['get', 'pods', 'exec'],
+  ['create', 'pods', 'exec'],
+  ['get', 'pods', 'log'],
+  ['list', 'pods', 'log'],
+  ['watch', 'pods', 'log'],
+  ['get', 'secrets', ''],
+  ['list', 'secrets', ''],
+  ['create', 'secrets', ''],
+  ['delete', 'secrets', ''],
+]);
+
+/** A Role granting exactly the 13 default permissions, nothing more. */
+function fullRole() {
+  return {
+    rules: [
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'] },
+      { apiGroups: [''], resources: ['pods/exec'], verbs: ['get', 'create'] },
+      { apiGroups: [''], resources: ['pods/log'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
+    ],
+  };
+}
+
+/** The full Role without one verb on one resource ('pods/exec' style). */
+function roleWithout(verb, resource) {
+  const role = fullRole();
+  for (const rule of role.rules) {
+    if (rule.resources.includes(resource)) rule.verbs = rule.verbs.filter((v) => v !== verb);
+  }
+  return role;
+}
+
+/** Settings that compress the schedule; every value can be overridden. */
+function fastEnv(overrides = {}) {
+  const env = {
+    ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS: '50',
+    ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS: '400',
+    ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '500',
+    ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: '10000',
+    ACTIONS_RUNNER_PREFLIGHT_SEED: '20240611',
+  };
+  if (HAS_RULES_SWITCH) env.ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW = 'off';
+  for (const [key, value] of Object.entries(overrides)) {
+    const name = key.startsWith('ACTIONS_RUNNER_PREFLIGHT_') ? key : `ACTIONS_RUNNER_PREFLIGHT_${key}`;
+    if (value === undefined) delete env[name];
+    else env[name] = String(value);
+  }
+  return env;
+}
+
+/** A logger that keeps every line; `all` keeps the order across levels. */
+function captureLogger() {
+  const capture = { infos: [], warnings: [], errors: [], all: [] };
+  capture.logger = {
+    info: (m) => {
+      capture.infos.push(m);
+      capture.all.push(['info', m]);
+    },
+    warning: (m) => {
+      capture.warnings.push(m);
+      capture.all.push(['warning', m]);
+    },
+    error: (m) => {
+      capture.errors.push(m);
+      capture.all.push(['error', m]);
+    },
+  };
+  return capture;
+}
+
+function tempDir(t, prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  t.after(() => {
+    // chmod back in case a test made it read-only, then remove.
+    try {
+      fs.chmodSync(dir, 0o700);
+    } catch {
+      // already gone
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
+
+/**
+ * Starts a fake apiserver with the full Role (unless `serverOptions.role`),
+ * writes a real kubeconfig for it and loads it with client-node. Everything
+ * is closed/removed in t.after.
+ */
+async function setup(t, serverOptions = {}) {
+  const server = await startApiServer({ token: TOKEN, role: fullRole(), namespace: NAMESPACE, ...serverOptions });
+  t.after(() => server.close());
+  const work = tempDir(t, 'preflight-work');
+  const cacheDir = tempDir(t, 'preflight-cache');
+  const kubeconfigPath = path.join(work, 'kubeconfig.yaml');
+  server.writeKubeconfig(kubeconfigPath);
+  const kc = loadKubeConfig(kubeconfigPath);
+  return { server, kc, kubeconfigPath, cacheDir, work };
+}
+
+function loadKubeConfig(file) {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(file);
+  return kc;
+}
+
+/** A new check, as a new hook process would make it. */
+function newCheck({ kc, cacheDir, env, logger, namespace = NAMESPACE, ...rest }) {
+  return preflight.createAuthPreflight({
+    kubeConfig: kc,
+    namespace,
+    cacheDir,
+    env: env || fastEnv(),
+    logger: logger || captureLogger().logger,
+    ...rest,
+  });
+}
+
+/** The entries of a folder, sorted. */
+function listDir(dir) {
+  return fs.readdirSync(dir).sort();
+}
+
+/** The key of a recorded review body: "verb resource/subresource". */
+function reviewKey(body) {
+  const a = body && body.spec && body.spec.resourceAttributes;
+  if (!a) return null;
+  return `${a.verb} ${a.resource}${a.subresource ? `/${a.subresource}` : ''}`;
+}
+
+/**
+ * The SelfSubjectAccessReview body of an observer 'send' event: `review` in
+ * the first wire format, `request: { kind: 'accessReview', body }` later.
+ */
+function sentReview(event) {
+  if (event.review) return event.review;
+  const request = event.request;
+  return request && request.kind === 'accessReview' ? request.body : null;
+}
+
+function permissionKey([verb, resource, subresource]) {
+  return `${verb} ${resource}${subresource ? `/${subresource}` : ''}`;
+}
+
+/** The exact SSAR body the check must send for one permission. */
+function expectedReview([verb, resource, subresource], namespace = NAMESPACE) {
+  return {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectAccessReview',
+    spec: { resourceAttributes: { namespace, group: '', resource, subresource, verb } },
+  };
+}
+
+/** Resolves when `predicate()` is true; rejects after `timeoutMs`. */
+async function waitFor(predicate, timeoutMs, what) {
+  const start = Date.now();
+  while (!predicate()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+module.exports = {
+  consumer,
+  k8s,
+  preflight,
+  installedCore,
+  HAS_RULES_SWITCH,
+  TOKEN,
+  NAMESPACE,
+  DEFAULT_PERMISSIONS,
+  fullRole,
+  roleWithout,
+  fastEnv,
+  captureLogger,
+  tempDir,
+  setup,
+  loadKubeConfig,
+  newCheck,
+  listDir,
+  reviewKey,
+  sentReview,
+  permissionKey,
+  expectedReview,
+  waitFor,
+};
