@@ -19,13 +19,10 @@ const {
   isPreflightError,
 } = require('./errors');
 
-/** The permissions the runner container hooks need in their namespace. */
-const defaultRequiredPermissions = Object.freeze([
-  Object.freeze({ group: '', verbs: ['get', 'list', 'create', 'delete'], resource: 'pods', subresource: '' }),
-  Object.freeze({ group: '', verbs: ['get', 'create'], resource: 'pods', subresource: 'exec' }),
-  Object.freeze({ group: '', verbs: ['get', 'list', 'watch'], resource: 'pods', subresource: 'log' }),
-  Object.freeze({ group: '', verbs: ['get', 'list', 'create', 'delete'], resource: 'secrets', subresource: '' }),
-]);
+/** The permissions the runner container hooks need in their namespace (the core's table). */
+const defaultRequiredPermissions = Object.freeze(
+  core.runnerHooksPermissions().map((row) => Object.freeze({ ...row, verbs: Object.freeze(row.verbs) })),
+);
 
 const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
 

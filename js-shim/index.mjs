@@ -1,16 +1,3 @@
-// ESM entry: the same objects as the CommonJS entry.
-import shim from './index.js';
-
-export const {
-  createAuthPreflight,
-  configureAuthPreflight,
-  isAuthPermissionsOK,
-  retryK8sApiCall,
-  withAbortSignal,
-  defaultRequiredPermissions,
-  PreflightInconclusiveError,
-  PreflightError,
-  isPreflightInconclusiveError,
-  isPreflightError,
-} = shim;
-export default shim;
+// ESM entry: the CommonJS entry's exports, by name and as the default.
+export * from './index.js';
+export { default } from './index.js';

@@ -24,7 +24,26 @@ pub struct PermissionSpec {
     /// The verbs needed.
     pub verbs: Vec<String>,
     /// A single verb, for callers that list one per row.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,
+}
+
+/// The permissions the runner container hooks need in their namespace: 13
+/// verbs on pods, pods/exec, pods/log and secrets.
+pub fn runner_hooks_permissions() -> Vec<PermissionSpec> {
+    let row = |resource: &str, subresource: &str, verbs: &[&str]| PermissionSpec {
+        group: String::new(),
+        resource: resource.into(),
+        subresource: subresource.into(),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        verb: None,
+    };
+    vec![
+        row("pods", "", &["get", "list", "create", "delete"]),
+        row("pods", "exec", &["get", "create"]),
+        row("pods", "log", &["get", "list", "watch"]),
+        row("secrets", "", &["get", "list", "create", "delete"]),
+    ]
 }
 
 /// One verb on one resource: what one SelfSubjectAccessReview asks.
@@ -200,14 +219,8 @@ mod tests {
         }
     }
 
-    /// The hooks' upstream table: 13 reviews.
     fn hooks_table() -> Vec<PermissionSpec> {
-        vec![
-            spec("", "pods", "", &["get", "list", "create", "delete"]),
-            spec("", "pods", "exec", &["get", "create"]),
-            spec("", "pods", "log", &["get", "list", "watch"]),
-            spec("", "secrets", "", &["get", "list", "create", "delete"]),
-        ]
+        runner_hooks_permissions()
     }
 
     #[test]

@@ -290,6 +290,13 @@ fn error(code: &str, message: &str) -> JsValue {
     e.into()
 }
 
+/// `runnerHooksPermissions()`: the permission table the runner container
+/// hooks need (13 verbs).
+#[wasm_bindgen(js_name = runnerHooksPermissions)]
+pub fn runner_hooks_permissions() -> Result<JsValue, JsValue> {
+    to_js(&crate::permission::runner_hooks_permissions())
+}
+
 /// `maxRecordBytes()`: the largest cache file worth reading; the shim reads
 /// at most one byte more, so a larger file is seen as too large.
 #[wasm_bindgen(js_name = maxRecordBytes)]

@@ -87,21 +87,9 @@ pub fn fail(facts: ErrorFacts) -> Reply {
     Reply::Fail { facts, latency: 5 }
 }
 
-/// The hooks' upstream permission table (13 reviews).
+/// The hooks' permission table (13 reviews).
 pub fn hooks_permissions() -> Vec<PermissionSpec> {
-    let row = |resource: &str, sub: &str, verbs: &[&str]| PermissionSpec {
-        group: String::new(),
-        resource: resource.into(),
-        subresource: sub.into(),
-        verbs: verbs.iter().map(|v| v.to_string()).collect(),
-        verb: None,
-    };
-    vec![
-        row("pods", "", &["get", "list", "create", "delete"]),
-        row("pods", "exec", &["get", "create"]),
-        row("pods", "log", &["get", "list", "watch"]),
-        row("secrets", "", &["get", "list", "create", "delete"]),
-    ]
+    k8s_auth_preflight::permission::runner_hooks_permissions()
 }
 
 /// Drives `check` against `server(now, sent) -> Reply` until it is done.
