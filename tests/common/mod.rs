@@ -6,7 +6,9 @@
 
 #![allow(dead_code)]
 
-use k8s_auth_preflight::preflight::{Action, Outcome, ProbeResult, Request, ResourceAttributes};
+use k8s_auth_preflight::preflight::{
+    Accepted, Action, Outcome, ProbeResult, Request, ResourceAttributes,
+};
 use k8s_auth_preflight::rules::RulesStatus;
 use k8s_auth_preflight::{ErrorFacts, PermissionSpec, Preflight};
 
@@ -57,6 +59,8 @@ pub struct Run {
     pub sent: Vec<Sent>,
     pub warnings: Vec<String>,
     pub done_at: u64,
+    /// Results the machine applied (not stale), in order: (probe, result).
+    pub applied: Vec<(usize, ProbeResult)>,
 }
 
 pub fn refused() -> ErrorFacts {
@@ -101,6 +105,7 @@ pub fn drive(
     let mut now = start;
     let mut sent = Vec::new();
     let mut warnings = Vec::new();
+    let mut applied = Vec::new();
     // (arrives_at, probe, attempt, result)
     let mut pending: Vec<(u64, usize, u32, ProbeResult)> = Vec::new();
     for _step in 0..100_000 {
@@ -164,6 +169,7 @@ pub fn drive(
                     sent,
                     warnings,
                     done_at: now,
+                    applied,
                 }
             }
             Action::Wait { until_ms } => {
@@ -177,7 +183,12 @@ pub fn drive(
                         now = now.max(at);
                         let index = pending.iter().position(|p| p.0 == at).unwrap();
                         let (_, probe, attempt, result) = pending.remove(index);
-                        check.on_result(probe, attempt, now, result).unwrap();
+                        let accepted = check
+                            .on_result(probe, attempt, now, result.clone())
+                            .unwrap();
+                        if accepted == Accepted::Applied {
+                            applied.push((probe, result));
+                        }
                     }
                     _ => now = now.max(until_ms),
                 }
