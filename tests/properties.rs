@@ -16,7 +16,7 @@ use common::*;
 use k8s_auth_preflight::preflight::Request;
 use k8s_auth_preflight::rules::{self, ResourceRule, RulesStatus};
 use k8s_auth_preflight::{
-    permission, ErrorFacts, Identity, Jitter, Preflight, ProbeResult, Settings, Source, Verdict,
+    permission, Identity, Jitter, Preflight, ProbeResult, Settings, Source, Verdict,
 };
 use proptest::prelude::*;
 
@@ -171,8 +171,8 @@ proptest! {
                     }
                 }
             }
-            for i in 0..permissions.len() {
-                prop_assert!(allowed.contains(&i) || proven.contains(&i), "{} neither allowed nor proven", permissions[i]);
+            for (i, p) in permissions.iter().enumerate() {
+                prop_assert!(allowed.contains(&i) || proven.contains(&i), "{} neither allowed nor proven", p);
             }
         }
         // A stale record answers only when nothing definitive came back.
