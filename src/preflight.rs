@@ -25,7 +25,8 @@
 //! prove what they can ([`crate::rules`]); only the permissions it does not
 //! prove are then asked, in parallel, each with its own [`Schedule`]. If the
 //! rules review is refused (a fatal error such as 404 from an old server, or
-//! [`RULES_FORBIDDEN_BEFORE_FALLBACK`] 403s from a cluster that forbids it),
+//! [`RULES_REFUSALS_BEFORE_FALLBACK`] error answers such as 403 from a
+//! cluster that forbids it),
 //! every permission is asked. Each
 //! `Send` builds a fresh request body for that probe and attempt, so a retry
 //! can never submit another probe's verb.
@@ -371,19 +372,26 @@ pub struct Preflight {
     pending_warnings: VecDeque<String>,
     warnings: Vec<String>,
     warned_unreachable: bool,
-    /// 403 answers to the rules review so far.
-    rules_forbidden: u32,
+    /// Error answers (an HTTP status) to the rules review so far.
+    rules_refusals: u32,
     outcome: Option<Outcome>,
 }
 
+/// How many error answers (a 403, a 5xx, a 429: anything with an HTTP
+/// status) the rules review may get, in all, before the check gives up on it
+/// and asks one access review per permission instead.
+///
 /// A 403 to the rules review is most often the unwarmed apiserver's
 /// transient 403 (the default `system:basic-user` role lets every account
-/// create rules reviews), so it is retried like one; only after this many
-/// does the check conclude that the cluster forbids rules reviews and fall
-/// back to one access review per permission. Falling back at the first 403
-/// sent 13 reviews per waiting check into the recovery window: the incident
-/// replay measured a higher peak than not using rules reviews at all.
-pub const RULES_FORBIDDEN_BEFORE_FALLBACK: u32 = 3;
+/// create rules reviews), so it is retried like one: falling back at the
+/// first 403 sent 13 reviews per waiting check into the recovery window, and
+/// the incident replay measured a higher peak than with no rules review at
+/// all. But a server that answers and keeps refusing only the rules review
+/// (a cluster that forbids it, a broken aggregation layer) must not make the
+/// fast path worse than no fast path: after this many answers, fall back.
+/// Connection failures (no answer at all) do not count: access reviews would
+/// fail the same way.
+pub const RULES_REFUSALS_BEFORE_FALLBACK: u32 = 3;
 
 impl Preflight {
     /// A permission check of `permissions` in `namespace`.
@@ -525,7 +533,7 @@ impl Preflight {
             pending_warnings: VecDeque::new(),
             warnings: Vec::new(),
             warned_unreachable: false,
-            rules_forbidden: 0,
+            rules_refusals: 0,
             outcome: None,
         }
     }
@@ -647,13 +655,13 @@ impl Preflight {
         let class = classify(facts, now, self.settings.max_retry_after);
         let evidence = describe(&class, facts);
         if matches!(self.probes[probe].probe, Probe::Rules) && !self.stopping {
-            if facts.status == Some(403) {
-                self.rules_forbidden += 1;
+            if facts.status.is_some() {
+                self.rules_refusals += 1;
             }
             let fatal = matches!(class, Class::Fatal { .. });
-            if fatal || self.rules_forbidden >= RULES_FORBIDDEN_BEFORE_FALLBACK {
-                // An old server (404) or a cluster that forbids rules
-                // reviews (403 again and again): ask every permission.
+            if fatal || self.rules_refusals >= RULES_REFUSALS_BEFORE_FALLBACK {
+                // An old server (404), or a server that keeps refusing the
+                // rules review (403, 5xx, ...): ask every permission.
                 self.skip_rules(probe, now);
                 return;
             }

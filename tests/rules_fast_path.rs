@@ -227,7 +227,7 @@ fn a_rules_review_forbidden_again_and_again_falls_back_after_three() {
     assert_eq!(run.outcome.verdict, Verdict::Allowed);
     assert_eq!(
         run.sent.iter().filter(|s| s.is_rules()).count() as u32,
-        k8s_auth_preflight::preflight::RULES_FORBIDDEN_BEFORE_FALLBACK
+        k8s_auth_preflight::preflight::RULES_REFUSALS_BEFORE_FALLBACK
     );
     assert_eq!(run.sent.iter().filter(|s| !s.is_rules()).count(), 13);
 }
@@ -330,4 +330,39 @@ fn what_the_rules_prove_agrees_with_the_permission_table() {
     assert!(perms
         .iter()
         .all(|p| full_role().iter().any(|r| rule_grants(r, p))));
+}
+
+#[test]
+fn a_rules_review_failing_with_5xx_again_and_again_falls_back_too() {
+    // Only the rules review fails; access reviews answer. The fast path
+    // must not end inconclusive where no fast path would be allowed.
+    let mut c = check();
+    let run = drive(&mut c, T0, |_, s| {
+        if s.is_rules() {
+            fail(status(500))
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.sent.iter().filter(|s| s.is_rules()).count(), 3);
+    assert_eq!(run.sent.iter().filter(|s| !s.is_rules()).count(), 13);
+}
+
+#[test]
+fn refused_connections_do_not_count_toward_the_fallback() {
+    let mut c = check();
+    let mut server = role_server(full_role(), false);
+    let run = drive(&mut c, T0, |now, s| {
+        if s.attempt <= 5 {
+            fail(refused())
+        } else {
+            server(now, s)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert!(
+        run.sent.iter().all(|s| s.is_rules()),
+        "five refused connections did not fan out"
+    );
 }

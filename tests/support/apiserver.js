@@ -33,6 +33,13 @@
  *   (a few ms) connections are still refused; await setPhase() to be sure.
  * - `hang` keeps hung requests hung after the phase changes, until the client
  *   gives up, a later `refuse` phase, or close().
+ * - `rulesReviewStatus` (an HTTP status 400..599, or null: off) makes healthy
+ *   SelfSubjectRulesReview POSTs, and only those, fail with that status and a
+ *   Status body (404 NotFound as from a server without the API, 403 Forbidden
+ *   with the apiserver's message, else a generic Failure), while
+ *   SelfSubjectAccessReviews are still answered from the Role. Unlike a fault
+ *   phase it applies after authentication and to every SSRR until configure()
+ *   sets it back to null.
  * - With port 0 the server picks a free port just below the kernel's ephemeral
  *   range (/proc/sys/net/ipv4/ip_local_port_range; falls back to an OS-chosen
  *   port elsewhere). While it refuses, the port is unbound; a port from the
@@ -203,6 +210,14 @@ function checkPhase(name, options) {
   return { ...opts, share };
 }
 
+function checkRulesReviewStatus(value) {
+  if (value === undefined || value === null) return null;
+  if (!Number.isInteger(value) || value < 400 || value > 599) {
+    throw new RangeError(`rulesReviewStatus must be an HTTP status in 400..599 or null, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
 function portPickRange() {
   try {
     const text = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
@@ -230,6 +245,7 @@ const delay = (ms) =>
  * @param {{rules: object[]}} [options.role] the Role's rules
  * @param {string} [options.namespace='ci'] the Role's namespace
  * @param {boolean} [options.rulesIncomplete=false] SSRR status.incomplete
+ * @param {number|null} [options.rulesReviewStatus=null] answer every SSRR with this HTTP status
  * @param {number} [options.latencyMs=0] added latency for healthy answers
  * @param {number} [options.port=0] 0 picks a free port
  * @param {string} [options.phase='healthy'] initial phase
@@ -242,6 +258,7 @@ async function startApiServer(options = {}) {
     role: options.role || { rules: [] },
     namespace: options.namespace === undefined ? 'ci' : options.namespace,
     rulesIncomplete: Boolean(options.rulesIncomplete),
+    rulesReviewStatus: checkRulesReviewStatus(options.rulesReviewStatus),
     latencyMs: options.latencyMs || 0,
   };
 
@@ -609,6 +626,19 @@ async function startApiServer(options = {}) {
     if (tooLarge) {
       return sendJson(res, entry, 413, statusObject(413, 'RequestEntityTooLarge', 'request body too large'));
     }
+    if (kind === 'ssrr' && config.rulesReviewStatus !== null) {
+      const code = config.rulesReviewStatus;
+      if (code === 403) {
+        return sendJson(res, entry, 403, statusObject(403, 'Forbidden', forbiddenMessage(kind, req.method, urlPath), {
+          group: 'authorization.k8s.io',
+          kind: 'selfsubjectrulesreviews',
+        }));
+      }
+      if (code === 404) {
+        return sendJson(res, entry, 404, statusObject(404, 'NotFound', 'the server could not find the requested resource'));
+      }
+      return sendJson(res, entry, code, statusObject(code, 'InternalError', `injected rules review failure (HTTP ${code})`));
+    }
     const body = entry.body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       return sendJson(
@@ -782,11 +812,12 @@ async function startApiServer(options = {}) {
     get phaseHistory() {
       return state.phaseHistory;
     },
-    /** Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete, latencyMs. */
+    /** Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete, rulesReviewStatus, latencyMs. */
     configure(partial) {
       for (const key of Object.keys(partial || {})) {
         if (!(key in config)) throw new TypeError(`unknown setting ${key}`);
-        config[key] = key === 'rulesIncomplete' ? Boolean(partial[key]) : partial[key];
+        if (key === 'rulesReviewStatus') config[key] = checkRulesReviewStatus(partial[key]);
+        else config[key] = key === 'rulesIncomplete' ? Boolean(partial[key]) : partial[key];
       }
     },
     setPhase,

@@ -316,6 +316,54 @@ describe('SelfSubjectRulesReview', () => {
       await server.close();
     }
   });
+
+  it('rulesReviewStatus fails only the SSRR (404, 403, other), SSAR still answers; null turns it off', async () => {
+    const server = await startApiServer({ role: { rules }, namespace: 'ci', rulesReviewStatus: 404 });
+    try {
+      const ssrrBody = { kind: 'SelfSubjectRulesReview', spec: { namespace: 'ci' } };
+      const notFound = assertStatus(await request(server, { path: SSRR, body: ssrrBody }), 404, 'NotFound');
+      assert.equal(notFound.message, 'the server could not find the requested resource');
+      assert.equal(await review(server, { namespace: 'ci', group: '', resource: 'pods', verb: 'get' }), true);
+      assert.equal(await review(server, { namespace: 'ci', group: '', resource: 'pods', verb: 'delete' }), false);
+      // Authentication still comes first.
+      assertStatus(await request(server, { path: SSRR, body: ssrrBody, token: 'wrong' }), 401, 'Unauthorized');
+
+      server.configure({ rulesReviewStatus: 403 });
+      const forbidden = assertStatus(await request(server, { path: SSRR, body: ssrrBody }), 403, 'Forbidden');
+      assert.equal(
+        forbidden.message,
+        'selfsubjectrulesreviews.authorization.k8s.io is forbidden: User "system:serviceaccount:ci:runner" cannot create ' +
+          'resource "selfsubjectrulesreviews" in API group "authorization.k8s.io" at the cluster scope',
+      );
+      assert.deepEqual(forbidden.details, { group: 'authorization.k8s.io', kind: 'selfsubjectrulesreviews' });
+
+      server.configure({ rulesReviewStatus: 500 });
+      assertStatus(await request(server, { path: SSRR, body: ssrrBody }), 500, 'InternalError');
+
+      server.configure({ rulesReviewStatus: null });
+      const ok = await request(server, { path: SSRR, body: ssrrBody });
+      assert.equal(ok.status, 201, ok.text);
+      assert.equal(JSON.parse(ok.text).status.resourceRules.length, 2);
+
+      assert.deepEqual(
+        server.requests.map((r) => [r.kind, r.status]),
+        [
+          ['ssrr', 404],
+          ['ssar', 201],
+          ['ssar', 201],
+          ['ssrr', 401],
+          ['ssrr', 403],
+          ['ssrr', 500],
+          ['ssrr', 201],
+        ],
+      );
+      assert.throws(() => server.configure({ rulesReviewStatus: 200 }), RangeError);
+      assert.throws(() => server.configure({ rulesReviewStatus: '404' }), RangeError);
+    } finally {
+      await server.close();
+    }
+    await assert.rejects(startApiServer({ rulesReviewStatus: 302 }), RangeError);
+  });
 });
 
 describe('fault phases', () => {
