@@ -10,7 +10,7 @@ mod sim;
 use std::time::Duration;
 
 use k8s_auth_preflight::Jitter;
-use sim::{percentile, run, Policy, Scenario};
+use sim::{percentile, run, run_planned, JobPlan, Plan, Policy, Scenario};
 
 /// One job: prepare and cleanup only, 1 s apart; the apiserver refuses
 /// every connection for the first 5 s; answers take exactly 10 ms.
@@ -68,6 +68,35 @@ fn ours_without_jitter_needs_one_rules_review_and_then_the_cache() {
     assert_eq!(r.recovery_to_verdict_ms, vec![2013]);
     assert_eq!(r.peak_per_second_after_recovery, 1);
     assert_eq!(r.requests_per_job(), 4.0);
+}
+
+#[test]
+fn a_plan_fixes_the_start_the_gaps_and_each_process_start_up_and_exit() {
+    // The job's first process is due at 500 ms and reaches its check 200 ms
+    // later: rules review at 700, 1701, 3702 (refused 1 ms later each), then
+    // at 7703: served, answered at 7713. The process ends 50 ms after its
+    // verdict, then 1000 ms of work, then cleanup's process takes 300 ms to
+    // reach its check: at 9063, from the fresh cache, zero requests.
+    let plan = Plan {
+        jobs: vec![JobPlan {
+            start: Duration::from_millis(500),
+            gaps: vec![Duration::from_millis(1000)],
+            startups: vec![Duration::from_millis(200), Duration::from_millis(300)],
+            exits: vec![Duration::from_millis(50)],
+        }],
+        startup: Duration::from_millis(999),
+        exit: Duration::ZERO,
+    };
+    let r = run_planned(
+        &Policy::ours_with_jitter(Jitter::None),
+        &one_job_one_stall(),
+        Some(&plan),
+    );
+    assert_eq!((r.steps, r.steps_failed), (2, 0));
+    assert_eq!((r.requests_sent, r.requests_served), (4, 1));
+    assert_eq!(r.check_ms, vec![7013, 0]);
+    assert_eq!(r.recovery_to_verdict_ms, vec![7713 - 5000]);
+    assert_eq!(r.peak_per_second_after_recovery, 1);
 }
 
 #[test]

@@ -4,10 +4,22 @@
 //! ```text
 //! cargo run --release --example replay -- [--jobs 300] [--stall-s 25] [--forbidden-share 0.5]
 //!     [--forbidden-s 3] [--hang] [--seed 1] [--sweep] [--write]
+//!     [--script-steps 10] [--start-spread-s 180] [--stall-at-s 120] [--step-work-s 5-40]
+//!     [--latency-ms 5-20] [--scale 1] [--policies ours,pr68] [--plan plan.json]
 //! ```
 //!
 //! `--sweep` also prints, per policy, the longest stall (5-180 s) survived
 //! with zero failed steps. `--write` saves the output under bench/results/.
+//!
+//! For compressed runs (bench/chaos.js): every `-s` flag also comes as `-ms`
+//! (`--stall-ms 2500`); `--scale 0.1` multiplies every policy's base delay,
+//! max delay, request timeout and deadline; `--policies` keeps only the named
+//! policies (keys: see `--policies help`); `--plan` takes the fleet's start
+//! times and step gaps from a JSON file instead of drawing them:
+//! `{"startupMs": 120, "exitMs": 30, "jobs": [{"startMs": 0, "gapsMs": [..],
+//! "startupsMs": [..], "exitsMs": [..]}, ..]}` (`script_steps + 1` gaps per
+//! job; start-up and exit time are what each hook process adds before and
+//! after its check, per step when given, else the plan-wide value).
 
 mod sim;
 
@@ -15,7 +27,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use k8s_auth_preflight::Jitter;
-use sim::{percentile, run, Policy, Report, Scenario};
+use sim::{percentile, run_planned, JobPlan, Plan, Policy, Report, Scenario};
 
 fn policies() -> Vec<Policy> {
     vec![
@@ -30,10 +42,35 @@ fn policies() -> Vec<Policy> {
     ]
 }
 
+/// A policy's name for `--policies`: "ours, full jitter" -> "ours-full-jitter".
+fn key(policy: &Policy) -> String {
+    policy
+        .name
+        .split([',', ' '])
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The policy with its backoff base, max delay, request timeout and deadline
+/// multiplied by `scale` (rounded to whole ms, as the shim's settings are).
+fn scaled(mut policy: Policy, scale: f64) -> Policy {
+    let by = |d: Duration| Duration::from_millis((d.as_millis() as f64 * scale).round() as u64);
+    let s = &mut policy.settings;
+    s.backoff.base = by(s.backoff.base);
+    s.backoff.max_delay = by(s.backoff.max_delay);
+    s.backoff.deadline = by(s.backoff.deadline);
+    s.request_timeout = by(s.request_timeout);
+    policy
+}
+
 fn main() {
     let mut scenario = Scenario::incident();
     let mut sweep = false;
     let mut write = false;
+    let mut scale = 1.0f64;
+    let mut only: Option<Vec<String>> = None;
+    let mut plan_file: Option<String> = None;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -42,15 +79,63 @@ fn main() {
                 .map(String::as_str)
                 .unwrap_or_else(|| die(&format!("{} needs a value", args[i])))
         };
-        match args[i].as_str() {
+        let flag = args[i].as_str();
+        // Durations: --NAME-s in whole seconds, --NAME-ms in ms.
+        let duration = |i: usize| -> Duration {
+            let n = number(value(i));
+            if flag.ends_with("-ms") {
+                Duration::from_millis(n)
+            } else {
+                Duration::from_secs(n)
+            }
+        };
+        let range = |i: usize| -> (Duration, Duration) {
+            let (a, b) = value(i)
+                .split_once('-')
+                .unwrap_or_else(|| die(&format!("{flag} takes LOW-HIGH")));
+            let unit = |n: u64| {
+                if flag.ends_with("-ms") {
+                    Duration::from_millis(n)
+                } else {
+                    Duration::from_secs(n)
+                }
+            };
+            let (a, b) = (unit(number(a)), unit(number(b)));
+            if a > b {
+                die(&format!("{flag}: LOW is above HIGH"));
+            }
+            (a, b)
+        };
+        match flag {
             "--jobs" => scenario.jobs = number(value(i)) as u32,
-            "--stall-s" => scenario.stall = Duration::from_secs(number(value(i))),
-            "--forbidden-s" => scenario.forbidden_window = Duration::from_secs(number(value(i))),
+            "--stall-s" | "--stall-ms" => scenario.stall = duration(i),
+            "--forbidden-s" | "--forbidden-ms" => scenario.forbidden_window = duration(i),
+            "--stall-at-s" | "--stall-at-ms" => scenario.stall_at = duration(i),
+            "--start-spread-s" | "--start-spread-ms" => scenario.start_spread = duration(i),
+            "--step-work-s" | "--step-work-ms" => scenario.step_work = range(i),
+            "--latency-ms" => scenario.latency = range(i),
+            "--script-steps" => scenario.script_steps = number(value(i)) as u32,
             "--forbidden-share" => {
                 scenario.forbidden_share = value(i)
                     .parse()
                     .unwrap_or_else(|_| die("--forbidden-share takes 0..1"))
             }
+            "--scale" => {
+                scale = value(i)
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| *x > 0.0 && *x <= 10.0)
+                    .unwrap_or_else(|| die("--scale takes a number in (0, 10]"))
+            }
+            "--policies" => {
+                if value(i) == "help" {
+                    let keys: Vec<String> = policies().iter().map(key).collect();
+                    println!("{}", keys.join("\n"));
+                    return;
+                }
+                only = Some(value(i).split(',').map(str::to_string).collect());
+            }
+            "--plan" => plan_file = Some(value(i).to_string()),
             "--seed" => scenario.seed = number(value(i)),
             "--hang" => {
                 scenario.stall_hangs = true;
@@ -71,36 +156,86 @@ fn main() {
         }
         i += 2;
     }
+    let plan = plan_file.as_deref().map(|file| {
+        let plan = read_plan(file);
+        scenario.jobs = plan.jobs.len() as u32;
+        if let Some(bad) = plan
+            .jobs
+            .iter()
+            .position(|j| j.gaps.len() != scenario.script_steps as usize + 1)
+        {
+            die(&format!(
+                "{file}: job {bad} has {} gaps; --script-steps {} needs {}",
+                plan.jobs[bad].gaps.len(),
+                scenario.script_steps,
+                scenario.script_steps + 1
+            ));
+        }
+        plan
+    });
     if !(0.0..=1.0).contains(&scenario.forbidden_share)
         || scenario.jobs == 0
         || scenario.jobs > 5000
+        || scenario.script_steps > 100
     {
-        die("--forbidden-share takes 0..1 and --jobs 1..5000");
+        die("--forbidden-share takes 0..1, --jobs 1..5000 and --script-steps 0..100");
     }
+    let policies: Vec<Policy> = {
+        let all = policies();
+        if let Some(wanted) = &only {
+            for w in wanted {
+                if !all.iter().any(|p| &key(p) == w) {
+                    die(&format!("unknown policy {w}; try --policies help"));
+                }
+            }
+        }
+        all.into_iter()
+            .filter(|p| only.as_ref().is_none_or(|w| w.contains(&key(p))))
+            .map(|p| if scale == 1.0 { p } else { scaled(p, scale) })
+            .collect()
+    };
 
     let started = Instant::now();
     let mut out = String::new();
+    let starts = match (&plan, &plan_file) {
+        (Some(plan), Some(file)) => format!(
+            "starts and step gaps from {file} (hook processes start {} ms before their check and end {} ms after it{})",
+            plan.startup.as_millis(),
+            plan.exit.as_millis(),
+            if plan.jobs.iter().any(|j| !j.startups.is_empty() || !j.exits.is_empty()) {
+                ", unless the plan gives a step its own"
+            } else {
+                ""
+            }
+        ),
+        _ => format!("starts spread over {}", span(scenario.start_spread)),
+    };
     let _ = writeln!(
         out,
         "Replay of incident-2026-10-21: {} jobs (prepare + {} script steps + cleanup, every step a fresh hook process), \
-         starts spread over {} s; at {} s the apiserver {} for {} s, then answers 403 to {:.0} % of requests for {} s, then is healthy; \
-         latency {}-{} ms; seed {}.\n",
+         {}; at {} the apiserver {} for {}, then answers 403 to {:.0} % of requests for {}, then is healthy; \
+         latency {}-{} ms; seed {}{}.\n",
         scenario.jobs,
         scenario.script_steps,
-        scenario.start_spread.as_secs(),
-        scenario.stall_at.as_secs(),
+        starts,
+        span(scenario.stall_at),
         if scenario.stall_hangs { "hangs every request" } else { "refuses every connection" },
-        scenario.stall.as_secs(),
+        span(scenario.stall),
         scenario.forbidden_share * 100.0,
-        scenario.forbidden_window.as_secs(),
+        span(scenario.forbidden_window),
         scenario.latency.0.as_millis(),
         scenario.latency.1.as_millis(),
         scenario.seed,
+        if scale == 1.0 {
+            String::new()
+        } else {
+            format!("; every policy's base delay, max delay, request timeout and deadline scaled by {scale}")
+        },
     );
     out.push_str(&table(
-        &policies()
+        &policies
             .iter()
-            .map(|p| run(p, &scenario))
+            .map(|p| run_planned(p, &scenario, plan.as_ref()))
             .collect::<Vec<_>>(),
     ));
 
@@ -110,12 +245,12 @@ fn main() {
             out,
             "| policy | longest stall with 0 failed steps |\n| --- | ---: |"
         );
-        for policy in policies() {
+        for policy in &policies {
             let mut longest = 0;
             for stall_s in (5..=180).step_by(5) {
                 let mut s = scenario.clone();
                 s.stall = Duration::from_secs(stall_s);
-                if run(&policy, &s).steps_failed == 0 {
+                if run_planned(policy, &s, plan.as_ref()).steps_failed == 0 {
                     longest = stall_s;
                 } else {
                     break;
@@ -184,6 +319,55 @@ pub fn table(reports: &[Report]) -> String {
         );
     }
     out
+}
+
+/// A duration for the header: "25 s", "2.5 s", "0.3 s".
+fn span(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// Reads a `--plan` file (see the module docs).
+fn read_plan(file: &str) -> Plan {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| die(&format!("{file}: {e}")));
+    let value: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| die(&format!("{file}: {e}")));
+    let millis = |v: &serde_json::Value, what: &str| -> Duration {
+        Duration::from_millis(
+            v.as_u64()
+                .unwrap_or_else(|| die(&format!("{file}: {what} must be a whole number of ms"))),
+        )
+    };
+    let optional_list = |v: &serde_json::Value, what: &str| -> Vec<Duration> {
+        match v {
+            serde_json::Value::Null => Vec::new(),
+            serde_json::Value::Array(list) => list.iter().map(|x| millis(x, what)).collect(),
+            _ => die(&format!("{file}: {what} must be a list of ms")),
+        }
+    };
+    let jobs = value["jobs"]
+        .as_array()
+        .unwrap_or_else(|| die(&format!("{file}: no \"jobs\" array")));
+    if jobs.is_empty() || jobs.len() > 5000 {
+        die(&format!("{file}: 1..5000 jobs, not {}", jobs.len()));
+    }
+    Plan {
+        startup: millis(&value["startupMs"], "startupMs"),
+        exit: millis(&value["exitMs"], "exitMs"),
+        jobs: jobs
+            .iter()
+            .map(|job| JobPlan {
+                start: millis(&job["startMs"], "startMs"),
+                gaps: job["gapsMs"]
+                    .as_array()
+                    .unwrap_or_else(|| die(&format!("{file}: a job without \"gapsMs\"")))
+                    .iter()
+                    .map(|g| millis(g, "gapsMs"))
+                    .collect(),
+                startups: optional_list(&job["startupsMs"], "startupsMs"),
+                exits: optional_list(&job["exitsMs"], "exitsMs"),
+            })
+            .collect(),
+    }
 }
 
 fn secs(ms: u64) -> String {

@@ -12,7 +12,10 @@
 //!   hangs) during the stall, then answers 403 to a share of requests for a
 //!   short window, then is healthy again;
 //! - a hung request ends when the step's own timeout fires, as the shim's
-//!   AbortSignal would end it.
+//!   AbortSignal would end it;
+//! - job start times and the work between steps are drawn from the seed, or
+//!   given by a [`Plan`] (the schedule a real run used, with the start-up
+//!   and exit time of its hook processes).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -167,6 +170,42 @@ impl Scenario {
     }
 }
 
+/// A fleet given job by job instead of drawn from the seed, so that a real
+/// run (bench/chaos.js) and the simulator replay the very same schedule.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub jobs: Vec<JobPlan>,
+    /// A hook process starts this long before its check begins...
+    pub startup: Duration,
+    /// ...and ends this long after its verdict (unless its job says otherwise).
+    pub exit: Duration,
+}
+
+/// One job of a [`Plan`].
+#[derive(Debug, Clone, Default)]
+pub struct JobPlan {
+    /// When the job's first process starts, from the start.
+    pub start: Duration,
+    /// Work after each step but the last (from one process's end to the next
+    /// one's start): `script_steps + 1` entries.
+    pub gaps: Vec<Duration>,
+    /// Per step, from the process's start to its check (as measured in a real
+    /// run); a step without an entry takes the plan's `startup`.
+    pub startups: Vec<Duration>,
+    /// Per step, from the verdict to the process's end; else the plan's `exit`.
+    pub exits: Vec<Duration>,
+}
+
+impl Plan {
+    fn startup_ms(&self, job: usize, step: usize) -> u64 {
+        ms(*self.jobs[job].startups.get(step).unwrap_or(&self.startup))
+    }
+
+    fn exit_ms(&self, job: usize, step: usize) -> u64 {
+        ms(*self.jobs[job].exits.get(step).unwrap_or(&self.exit))
+    }
+}
+
 /// What one policy did in one scenario.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -277,7 +316,29 @@ fn ms(d: Duration) -> u64 {
 
 /// Runs one policy through one scenario. Bounded: gives up (panics) after
 /// a fixed number of events, so a livelock cannot hang a run.
+#[allow(dead_code)] // the example calls run_planned; tests/replay.rs calls this
 pub fn run(policy: &Policy, scenario: &Scenario) -> Report {
+    run_planned(policy, scenario, None)
+}
+
+/// [`run`], with the fleet's start times and step gaps taken from `plan`
+/// (which must have `scenario.jobs` jobs of `script_steps + 1` gaps each)
+/// instead of drawn, and each check starting its process's start-up time
+/// after the process is due. The seed still draws latencies and jitter.
+pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) -> Report {
+    if let Some(plan) = plan {
+        assert_eq!(
+            plan.jobs.len(),
+            scenario.jobs as usize,
+            "plan and scenario disagree on jobs"
+        );
+        assert!(
+            plan.jobs
+                .iter()
+                .all(|j| j.gaps.len() == scenario.script_steps as usize + 1),
+            "every planned job needs script_steps + 1 gaps"
+        );
+    }
     let mut random = RandomSource::seeded(scenario.seed);
     let permissions = hooks_permissions();
     let identity = Identity::from_credential(b"replay-service-account-token");
@@ -306,7 +367,10 @@ pub fn run(policy: &Policy, scenario: &Scenario) -> Report {
             failed: false,
             cache_file: None,
         });
-        let start = EPOCH + random.between(0, ms(scenario.start_spread));
+        let start = match plan {
+            Some(plan) => EPOCH + ms(plan.jobs[j as usize].start) + plan.startup_ms(j as usize, 0),
+            None => EPOCH + random.between(0, ms(scenario.start_spread)),
+        };
         push(
             &mut queue,
             &mut events,
@@ -487,14 +551,23 @@ pub fn run(policy: &Policy, scenario: &Scenario) -> Report {
                     }
                     // Next step: script steps only while the job has not
                     // failed; cleanup always.
+                    let finished_step = job.next_step as usize;
                     job.next_step += 1;
                     if job.failed && job.next_step < steps_per_job - 1 {
                         job.next_step = steps_per_job - 1;
                     }
                     if job.next_step < steps_per_job {
-                        let work =
-                            random.between(ms(scenario.step_work.0), ms(scenario.step_work.1));
                         let j = step.job;
+                        let work = match plan {
+                            Some(plan) => {
+                                plan.exit_ms(j, finished_step)
+                                    + ms(plan.jobs[j].gaps[finished_step])
+                                    + plan.startup_ms(j, job.next_step as usize)
+                            }
+                            None => {
+                                random.between(ms(scenario.step_work.0), ms(scenario.step_work.1))
+                            }
+                        };
                         push(
                             &mut queue,
                             &mut events,

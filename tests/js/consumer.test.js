@@ -202,6 +202,12 @@ function stepOk(stdout) {
   return m ? { source: m[1], requests: Number(m[2]) } : null;
 }
 
+/** The `preflight report: {json}` line (the consumer's last line), parsed. */
+function reportLine(stdout) {
+  const m = /^preflight report: (\{.*\})$/m.exec(stdout);
+  return m ? JSON.parse(m[1]) : null;
+}
+
 test(`tsc type-checks the hooks-shaped entry against the package's declarations (client-node ${clientVersion})`, { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const check = await run(process.execPath, [TSC, '--noEmit', '-p', '.'], { cwd: project, env: process.env });
   assert.equal(check.code, 0, `tsc --noEmit failed: ${describeRun(check)}`);
@@ -337,6 +343,10 @@ test('healthy API: the bundled hook exits 0 with "step ok"', { timeout: TEST_TIM
   assert.ok(made > 0, 'no request reached the server');
   assert.equal(ok.requests, made, 'the outcome and the server disagree on the request count');
   assert.doesNotMatch(r.stdout, /::(warning|error)::/, describeRun(r));
+  const report = reportLine(r.stdout);
+  assert.ok(report, `no preflight report line: ${describeRun(r)}`);
+  assert.deepEqual({ verdict: report.verdict, source: report.source, requests: report.requests }, { verdict: 'allowed', source: 'reviews', requests: made });
+  assert.ok(r.startedAt <= report.checkStartedAtMs && report.checkStartedAtMs <= report.checkEndedAtMs && report.checkEndedAtMs <= r.endedAt, JSON.stringify(report));
 });
 
 const stallJob = { temp: null };
@@ -396,6 +406,9 @@ test('an API that never answers: exit 1 with the inconclusive (not a denial) lin
     assert.equal(r.code, 1, describeRun(r));
     assert.match(r.stdout, /^::error::permission check inconclusive \(not a denial\): Could not verify .*NOT a permissions denial/m);
     assert.doesNotMatch(r.stdout, /::error::missing permissions/);
+    const report = reportLine(r.stdout);
+    assert.equal(report && report.verdict, 'inconclusive', describeRun(r));
+    assert.ok(report.requests >= 1, JSON.stringify(report));
   } finally {
     await server.setPhase('healthy');
   }

@@ -13,7 +13,6 @@ const {
   consumer,
   k8s,
   preflight,
-  HAS_RULES_SWITCH,
   NAMESPACE,
   DEFAULT_PERMISSIONS,
   roleWithout,
@@ -575,9 +574,8 @@ test(`[${consumer.flavour}] the suite runs the installed tarball and its client-
   assert.equal(version, consumer.clientVersion);
 });
 
-const NO_RULES_REVIEW = !HAS_RULES_SWITCH && 'the installed core has no SelfSubjectRulesReview fast path';
 
-test(`[${consumer.flavour}] rules review on (the default): one SelfSubjectRulesReview proves all 13, no access review`, { timeout: 20_000, skip: NO_RULES_REVIEW }, async (t) => {
+test(`[${consumer.flavour}] rules review on (the default): one SelfSubjectRulesReview proves all 13, no access review`, { timeout: 20_000 }, async (t) => {
   const { server, kc, cacheDir } = await setup(t);
   const log = captureLogger();
   const check = newCheck({ kc, cacheDir, env: fastEnv({ RULES_REVIEW: undefined }), logger: log.logger });
@@ -594,7 +592,7 @@ test(`[${consumer.flavour}] rules review on (the default): one SelfSubjectRulesR
   assert.equal(listDir(cacheDir).length, 1, 'cached like any allowed verdict');
 });
 
-test(`[${consumer.flavour}] rules review on, one verb missing: only the unproven permission is asked, and denied`, { timeout: 20_000, skip: NO_RULES_REVIEW }, async (t) => {
+test(`[${consumer.flavour}] rules review on, one verb missing: only the unproven permission is asked, and denied`, { timeout: 20_000 }, async (t) => {
   const { server, kc, cacheDir } = await setup(t, { role: roleWithout('create', 'pods/exec') });
   const log = captureLogger();
   const check = newCheck({ kc, cacheDir, env: fastEnv({ RULES_REVIEW: undefined }), logger: log.logger });
@@ -608,7 +606,7 @@ test(`[${consumer.flavour}] rules review on, one verb missing: only the unproven
   assert.deepEqual(listDir(cacheDir), []);
 });
 
-test(`[${consumer.flavour}] rules review on, refused then healthy: the rules review itself is retried`, { timeout: 20_000, skip: NO_RULES_REVIEW }, async (t) => {
+test(`[${consumer.flavour}] rules review on, refused then healthy: the rules review itself is retried`, { timeout: 20_000 }, async (t) => {
   const { server, kc, cacheDir } = await setup(t);
   const log = captureLogger();
   const check = newCheck({ kc, cacheDir, env: fastEnv({ RULES_REVIEW: undefined }), logger: log.logger });

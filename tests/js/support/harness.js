@@ -16,12 +16,8 @@ const { k8s, preflight } = consumer;
 /** The installed package's WebAssembly core (for settings checks and classify). */
 const installedCore = require(path.join(consumer.consumerDir, 'node_modules', 'k8s-auth-preflight', 'pkg', 'k8s_auth_preflight.js'));
 
-/**
- * Cores with the SelfSubjectRulesReview fast path ask one rules review first;
- * these suites are about the 13 access reviews, so they turn it off where the
- * installed core knows the switch (an older core would warn about it).
- */
-const HAS_RULES_SWITCH = installedCore.settingsWarnings({ ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW: 'off' }).length === 0;
+// These suites are about the 13 access reviews: fastEnv turns the
+// SelfSubjectRulesReview fast path off (tests/js/rules.test.js covers it).
 
 /** The bearer token the fake apiserver accepts; must never appear in a cache file. */
 const TOKEN = 'sa-token-3f9c1e7a5b2d4c6e8f0a1b2c3d4e5f60';
@@ -74,7 +70,7 @@ function fastEnv(overrides = {}) {
     ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: '10000',
     ACTIONS_RUNNER_PREFLIGHT_SEED: '20240611',
   };
-  if (HAS_RULES_SWITCH) env.ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW = 'off';
+  env.ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW = 'off';
   for (const [key, value] of Object.entries(overrides)) {
     const name = key.startsWith('ACTIONS_RUNNER_PREFLIGHT_') ? key : `ACTIONS_RUNNER_PREFLIGHT_${key}`;
     if (value === undefined) delete env[name];
@@ -200,7 +196,6 @@ module.exports = {
   k8s,
   preflight,
   installedCore,
-  HAS_RULES_SWITCH,
   TOKEN,
   NAMESPACE,
   DEFAULT_PERMISSIONS,
