@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::random::RandomSource;
 
+/// Room left for the final attempt of a schedule, before its deadline (see
+/// [`Schedule::next_delay`]).
+pub const FINAL_WINDOW: Duration = Duration::from_secs(1);
+
 /// How delays are randomized. See the module docs for the formulas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,15 +187,35 @@ impl Schedule {
     }
 
     /// The wait before the next attempt, given the time elapsed since the
-    /// first attempt started; `None` when the attempt limit is reached or
-    /// the next attempt would start at or after the deadline. Counts the
-    /// attempt when it returns `Some`.
+    /// first attempt started; `None` when the attempt limit is reached or no
+    /// attempt can start before the deadline. Counts the attempt when it
+    /// returns `Some`.
+    ///
+    /// When the backoff would start the next attempt inside the last
+    /// [`FINAL_WINDOW`] before the deadline, or past it, the wait is cut so
+    /// that one final attempt starts at the beginning of that window: a
+    /// check does not give up up to a whole capped delay (8 s) before its
+    /// deadline, and still ends by it.
     pub fn next_delay(&mut self, elapsed: Duration, random: &mut RandomSource) -> Option<Duration> {
         if self.attempts >= self.backoff.max_attempts {
             return None;
         }
+        let latest_start = self.latest_start();
+        if elapsed >= latest_start {
+            return None;
+        }
         let delay = self.jittered(random);
+        if elapsed.saturating_add(delay) >= latest_start {
+            return self.admit(elapsed, latest_start - elapsed);
+        }
         self.admit(elapsed, delay)
+    }
+
+    /// The last moment an attempt may start: the deadline less the final
+    /// window (a tenth of the deadline when that is shorter).
+    fn latest_start(&self) -> Duration {
+        let deadline = self.backoff.deadline;
+        deadline.saturating_sub(FINAL_WINDOW.min(deadline / 10))
     }
 
     /// Like [`Schedule::next_delay`], but the server said how long to wait
@@ -287,10 +311,11 @@ mod tests {
         assert_eq!(b.deadline, ms(90_000));
         assert_eq!(b.jitter, Jitter::Equal);
         let plain = delays(b.with_jitter(Jitter::None), 0);
-        // 1+2+4+8*10 = 87 s; the next 8 s would pass the 90 s deadline.
+        // 1+2+4+8*10 = 87 s; the next 8 s would pass the 90 s deadline, so
+        // the last wait is cut to 2 s: a final attempt at 89 s.
         assert_eq!(
             plain,
-            [1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 8000]
+            [1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 2000]
         );
     }
 
@@ -320,13 +345,21 @@ mod tests {
     }
 
     #[test]
-    fn deadline_stops_the_schedule() {
+    fn deadline_cuts_the_last_wait_and_stops_the_schedule() {
         let b = Backoff::new()
             .with_jitter(Jitter::None)
             .with_max_attempts(100)
             .with_deadline(ms(10_000));
-        // 1 + 2 + 4 = 7 s; the next 8 s would start at 15 s > 10 s.
-        assert_eq!(delays(b, 0), [1000, 2000, 4000]);
+        // 1 + 2 + 4 = 7 s; the next 8 s would start at 15 s, past the
+        // deadline: the wait is cut to 2 s so the final attempt starts at
+        // 9 s, one FINAL_WINDOW before the deadline; then nothing more.
+        assert_eq!(delays(b, 0), [1000, 2000, 4000, 2000]);
+        // A tiny deadline keeps a tenth of itself as the final window.
+        let tiny = Backoff::new()
+            .with_jitter(Jitter::None)
+            .with_base(ms(300))
+            .with_deadline(ms(1_000));
+        assert_eq!(delays(tiny, 0), [300, 600]);
     }
 
     #[test]
@@ -424,10 +457,17 @@ mod properties {
             let mut elapsed = Duration::ZERO;
             let mut previous = b.base;
             let mut n = 0u32;
+            let window = FINAL_WINDOW.min(b.deadline / 10);
+            let latest_start = b.deadline.saturating_sub(window);
             while let Some(d) = schedule.next_delay(elapsed, &mut random) {
                 let exp = b.exponential(n);
                 prop_assert!(d <= b.max_delay, "delay {d:?} over cap");
+                prop_assert!(elapsed + d <= latest_start, "an attempt starts inside the final window");
+                // The one wait cut short to fit the final attempt is exempt
+                // from the jitter bounds below (it is shorter, never longer).
+                let cut = elapsed + d == latest_start;
                 match b.jitter {
+                    _ if cut => prop_assert!(d <= exp.max(previous.saturating_mul(3)).min(b.max_delay)),
                     Jitter::None => prop_assert_eq!(d, exp),
                     Jitter::Full => prop_assert!(d <= exp),
                     Jitter::Equal => {
