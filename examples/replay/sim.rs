@@ -274,37 +274,28 @@ struct Step {
     finished: bool,
 }
 
-/// The hooks' upstream table: 13 reviews.
+/// The hooks' permission table: 13 reviews.
 pub fn hooks_permissions() -> Vec<PermissionSpec> {
-    let row = |resource: &str, sub: &str, verbs: &[&str]| PermissionSpec {
-        group: String::new(),
-        resource: resource.into(),
-        subresource: sub.into(),
-        verbs: verbs.iter().map(|v| v.to_string()).collect(),
-        verb: None,
-    };
-    vec![
-        row("pods", "", &["get", "list", "create", "delete"]),
-        row("pods", "exec", &["get", "create"]),
-        row("pods", "log", &["get", "list", "watch"]),
-        row("secrets", "", &["get", "list", "create", "delete"]),
-    ]
+    k8s_auth_preflight::permission::runner_hooks_permissions()
 }
 
+/// A rules review of a Role that grants exactly the hooks' table.
 fn full_role() -> RulesStatus {
-    let rule = |resources: &[&str], verbs: &[&str]| ResourceRule {
-        verbs: verbs.iter().map(|v| v.to_string()).collect(),
-        api_groups: vec![String::new()],
-        resources: resources.iter().map(|r| r.to_string()).collect(),
-        resource_names: vec![],
-    };
+    let resource_rules = hooks_permissions()
+        .into_iter()
+        .map(|spec| ResourceRule {
+            resources: vec![if spec.subresource.is_empty() {
+                spec.resource
+            } else {
+                format!("{}/{}", spec.resource, spec.subresource)
+            }],
+            verbs: spec.verbs,
+            api_groups: vec![spec.group],
+            resource_names: vec![],
+        })
+        .collect();
     RulesStatus {
-        resource_rules: vec![
-            rule(&["pods"], &["get", "list", "create", "delete"]),
-            rule(&["pods/exec"], &["get", "create"]),
-            rule(&["pods/log"], &["get", "list", "watch"]),
-            rule(&["secrets"], &["get", "list", "create", "delete"]),
-        ],
+        resource_rules,
         incomplete: false,
         evaluation_error: None,
     }
