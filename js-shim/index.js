@@ -77,9 +77,11 @@ function createAuthPreflight(options) {
     }
     const machine = new core.Preflight(env, requiredPermissions, namespace, credential, cached, clock());
     let outcome;
+    // The client is made on the first request: a cached verdict never pays
+    // for loading @kubernetes/client-node.
+    const client = () => api || (api = makeAuthorizationApi(kubeConfig));
     try {
-      if (!api) api = makeAuthorizationApi(kubeConfig);
-      outcome = await drive(machine, (action, signal) => review(api, action, signal), {
+      outcome = await drive(machine, (action, signal) => review(client(), action, signal), {
         clock,
         logger,
         observer: options.observer,
@@ -153,8 +155,6 @@ function malformed(message) {
 }
 
 function makeAuthorizationApi(kubeConfig) {
-  // Loaded only when a check really needs the API: a cached verdict never
-  // pays for loading the client.
   const k8s = require('@kubernetes/client-node');
   return kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
 }
