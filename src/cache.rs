@@ -13,10 +13,10 @@
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::identity::Identity;
+use crate::json::{self, Value};
 use crate::permission::hex;
 
 /// The record format written today.
@@ -69,9 +69,8 @@ impl CachePolicy {
     }
 }
 
-/// The record as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The record as stored: one JSON object with these fields, camelCase.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Record {
     version: u32,
     verdict: String,
@@ -180,7 +179,7 @@ fn verify(
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(Unusable::TooLarge);
     }
-    let record: Record = serde_json::from_slice(bytes).map_err(|_| Unusable::Unparsable)?;
+    let record = parse(bytes).ok_or(Unusable::Unparsable)?;
     if record.version != RECORD_VERSION {
         return Err(Unusable::WrongVersion(record.version));
     }
@@ -230,8 +229,40 @@ pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
     record.mac = hex(&signer(&key.identity.mac_key, &record)
         .finalize()
         .into_bytes());
-    // Serializing a struct of strings and integers cannot fail.
-    serde_json::to_string(&record).unwrap_or_default()
+    format!(
+        "{{\"version\":{},\"verdict\":{},\"namespace\":{},\"identity\":{},\"permissions\":{},\"writtenAtMs\":{},\"mac\":{}}}",
+        record.version,
+        json::string(&record.verdict),
+        json::string(&record.namespace),
+        json::string(&record.identity),
+        json::string(&record.permissions),
+        record.written_at_ms,
+        json::string(&record.mac),
+    )
+}
+
+/// A record from its JSON; `None` when a field is missing or of the wrong
+/// type (other fields are ignored).
+fn parse(bytes: &[u8]) -> Option<Record> {
+    let fields = json::object(bytes)?;
+    let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let text = |name: &str| match field(name) {
+        Some(Value::Str(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let number = |name: &str| match field(name) {
+        Some(Value::UInt(n)) => Some(*n),
+        _ => None,
+    };
+    Some(Record {
+        version: u32::try_from(number("version")?).unwrap_or(u32::MAX),
+        verdict: text("verdict")?,
+        namespace: text("namespace")?,
+        identity: text("identity")?,
+        permissions: text("permissions")?,
+        written_at_ms: number("writtenAtMs")?,
+        mac: text("mac")?,
+    })
 }
 
 /// The file name for this key: the same job, namespace, subject and

@@ -14,9 +14,9 @@
 //! The claims are read, not verified: the apiserver verifies the token on
 //! every real call; here they only pick a stable name.
 
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::json::{self, Value};
 use crate::permission::hex;
 
 /// The identity fingerprint and MAC key for one credential.
@@ -35,13 +35,6 @@ impl std::fmt::Debug for Identity {
             .field("fingerprint", &self.fingerprint)
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Deserialize)]
-struct Claims {
-    #[serde(default)]
-    iss: Option<String>,
-    sub: String,
 }
 
 impl Identity {
@@ -102,11 +95,15 @@ fn jwt_subject(token: &[u8]) -> Option<(String, String)> {
         return None;
     }
     let json = base64url_decode(payload)?;
-    let claims: Claims = serde_json::from_slice(&json).ok()?;
-    if claims.sub.is_empty() {
-        return None;
-    }
-    Some((claims.iss.unwrap_or_default(), claims.sub))
+    let claims = json::object(&json)?;
+    let claim = |name: &str| {
+        claims.iter().find_map(|(k, v)| match v {
+            Value::Str(s) if k == name => Some(s.clone()),
+            _ => None,
+        })
+    };
+    let sub = claim("sub").filter(|s| !s.is_empty())?;
+    Some((claim("iss").unwrap_or_default(), sub))
 }
 
 /// Unpadded base64url (RFC 4648 §5), as JWTs use; padding is tolerated.

@@ -15,6 +15,7 @@ pub mod cache;
 pub mod classify;
 pub mod config;
 pub mod identity;
+pub mod json;
 pub mod permission;
 pub mod preflight;
 pub mod random;
