@@ -44,26 +44,16 @@ pub fn object(input: &[u8]) -> Option<Vec<(String, Value)>> {
 
 /// `s` as a JSON string literal.
 pub fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(HEX[(c as usize) >> 4] as char);
-                out.push(HEX[(c as usize) & 15] as char);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::text::quote_with(
+        s,
+        |c| (c as u32) < 0x20,
+        |out, c| {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[(c as usize) >> 4] as char);
+            out.push(HEX[(c as usize) & 15] as char);
+        },
+    )
 }
 
 struct Reader<'a> {

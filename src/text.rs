@@ -4,6 +4,21 @@
 /// `s` in double quotes, with `"`, `\` and control characters escaped, as
 /// `{:?}` would show a plain string.
 pub fn quoted(s: &str) -> String {
+    quote_with(s, char::is_control, |out, c| {
+        out.push_str("\\u{");
+        out.push_str(&hex_digits(c as u32));
+        out.push('}');
+    })
+}
+
+/// `s` in double quotes with `"`, `\`, `\n`, `\r` and `\t` escaped, and
+/// every other character for which `special` holds written by `escape`:
+/// the one loop behind [`quoted`] and [`crate::json::string`].
+pub(crate) fn quote_with(
+    s: &str,
+    special: fn(char) -> bool,
+    escape: fn(&mut String, char),
+) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -13,11 +28,7 @@ pub fn quoted(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                out.push_str("\\u{");
-                out.push_str(&hex_digits(c as u32));
-                out.push('}');
-            }
+            c if special(c) => escape(&mut out, c),
             c => out.push(c),
         }
     }
