@@ -110,4 +110,28 @@ async function drive(machine, perform, { clock, logger, observer }) {
   }
 }
 
-module.exports = { drive };
+/**
+ * Runs the actions of the core's `SingleFlight` (one process's turn at the
+ * job's lock file) until it says `lead`, `alone` or `useRecord`, and returns
+ * that action. `io` does the file work: `acquire()` returns the lock attempt
+ * as the core takes it, `removeStale()` and `reread()` return booleans.
+ */
+async function takeTurn(flight, io, { clock }) {
+  for (;;) {
+    const action = flight.poll(clock());
+    if (action.type === 'acquire') {
+      flight.onLock(clock(), io.acquire());
+    } else if (action.type === 'removeStale') {
+      flight.onRemoved(clock(), io.removeStale());
+    } else if (action.type === 'reread') {
+      flight.onRecord(clock(), io.reread());
+    } else if (action.type === 'wait') {
+      const delay = Math.min(MAX_TIMER_MS, Math.max(0, action.untilMs - clock()));
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    } else {
+      return action;
+    }
+  }
+}
+
+module.exports = { drive, takeTurn };

@@ -9,8 +9,9 @@ const os = require('node:os');
 const path = require('node:path');
 
 const core = require('../pkg/k8s_auth_preflight.js');
-const { drive } = require('./drive');
+const { drive, takeTurn } = require('./drive');
 const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
+const { acquireLock, removeLock, releaseLock } = require('./lock-file');
 const { completeLogger } = require('./log');
 const {
   PreflightInconclusiveError,
@@ -63,41 +64,113 @@ function createAuthPreflight(options) {
   let api = authorizationApi || null;
   let last = null;
 
+  /**
+   * This process's turn at the job's lock file, as the core's SingleFlight
+   * runs it. Returns `{ decided }` (a machine that the record another
+   * process wrote answers), or `{ lock, budgetMs, warning, waited }`.
+   */
+  async function takeTurnAtLock(file, env, clock, reread) {
+    const lockFile = `${file}.lock`;
+    const flight = new core.SingleFlight(env, clock());
+    let lock = null;
+    let decided = null;
+    let waited = false;
+    try {
+      const turn = await takeTurn(
+        flight,
+        {
+          acquire: () => {
+            const attempt = acquireLock(lockFile, clock());
+            if (attempt.type === 'acquired') lock = attempt.lock;
+            return attempt;
+          },
+          removeStale: () => removeLock(lockFile),
+          reread: () => {
+            waited = true;
+            const machine = reread();
+            if (machine.isDecided()) {
+              decided = machine;
+              return true;
+            }
+            machine.free();
+            return false;
+          },
+        },
+        { clock },
+      );
+      if (turn.type === 'useRecord') return { decided };
+      return { lock: turn.type === 'lead' ? lock : null, budgetMs: turn.budgetMs, warning: turn.warning, waited };
+    } catch (e) {
+      if (lock) releaseLock(lock);
+      if (decided) decided.free();
+      throw e;
+    } finally {
+      flight.free();
+    }
+  }
+
   async function isAuthPermissionsOK() {
     const env = environment(options);
     const clock = options.now || Date.now;
     const logger = completeLogger(options.logger);
     const credential = readCredential(kubeConfig, logger);
     const file = cacheFile(options, env, requiredPermissions, namespace, credential);
-    let cached = null;
-    if (file) {
+    // Warnings about the file are printed for the first read only; a process
+    // waiting for another's record reads it again and again.
+    const readCached = (warn) => {
+      if (!file) return null;
       const read = readRecord(file, core.maxRecordBytes());
-      if (read.warning) logger.warning(read.warning);
-      cached = read.bytes;
-    }
-    const machine = new core.Preflight(env, requiredPermissions, namespace, credential, cached, clock());
+      if (read.warning && warn) logger.warning(read.warning);
+      return read.bytes;
+    };
+    const newMachine = (record) => new core.Preflight(env, requiredPermissions, namespace, credential, record, clock());
+    let machine = newMachine(readCached(true));
+    let lock = null;
     let outcome;
-    // The client is made on the first request: a cached verdict never pays
-    // for loading @kubernetes/client-node.
-    const client = () => api || (api = makeAuthorizationApi(kubeConfig));
     try {
-      outcome = await drive(machine, (action, signal) => review(client(), action, signal), {
-        clock,
-        logger,
-        observer: options.observer,
-      });
+      if (file && !machine.isDecided()) {
+        const turn = await takeTurnAtLock(file, env, clock, () => newMachine(readCached(false)));
+        if (turn.decided) {
+          machine.free();
+          machine = turn.decided;
+        } else {
+          lock = turn.lock;
+          if (turn.warning) logger.warning(turn.warning);
+          if (turn.waited) {
+            // Time has passed and the record may have changed (a grace
+            // record to fall back on): start from what is there now.
+            machine.free();
+            machine = newMachine(readCached(false));
+          }
+          machine.limitBudget(turn.budgetMs);
+        }
+      }
+      // The client is made on the first request: a cached verdict never pays
+      // for loading @kubernetes/client-node.
+      const client = () => api || (api = makeAuthorizationApi(kubeConfig));
+      try {
+        outcome = await drive(machine, (action, signal) => review(client(), action, signal), {
+          clock,
+          logger,
+          observer: options.observer,
+        });
+      } finally {
+        machine.free();
+      }
+      last = outcome;
+      for (const warning of outcome.warnings) logger.warning(warning);
+      if (file && outcome.record) {
+        const warning = writeRecord(file, outcome.record);
+        if (warning) logger.warning(warning);
+      }
+      if (file && outcome.deleteRecord) {
+        const warning = deleteRecord(file);
+        if (warning) logger.warning(warning);
+      }
     } finally {
-      machine.free();
-    }
-    last = outcome;
-    for (const warning of outcome.warnings) logger.warning(warning);
-    if (file && outcome.record) {
-      const warning = writeRecord(file, outcome.record);
-      if (warning) logger.warning(warning);
-    }
-    if (file && outcome.deleteRecord) {
-      const warning = deleteRecord(file);
-      if (warning) logger.warning(warning);
+      // After the record is written: a waiting process looks at the record
+      // before it tries for the lock again.
+      if (lock) releaseLock(lock);
     }
     switch (outcome.verdict) {
       case 'allowed':

@@ -33,6 +33,9 @@ pub struct Settings {
     /// Whether one SelfSubjectRulesReview goes first, so that only what its
     /// rules do not prove is asked with SelfSubjectAccessReviews.
     pub rules_review: bool,
+    /// Whether hook processes of one job that start together with no usable
+    /// record take turns through a lock file, so only one asks the API.
+    pub single_flight: bool,
     /// Cache TTL, grace and skew.
     pub cache: CachePolicy,
     /// Seed for jitter (reproducible runs); `None` draws from the OS.
@@ -54,6 +57,7 @@ impl Settings {
             max_retry_after: Duration::from_secs(32),
             cache_enabled: true,
             rules_review: true,
+            single_flight: true,
             cache: CachePolicy::new(),
             seed: None,
         }
@@ -171,6 +175,13 @@ pub const VARIABLES: &[Variable] = &[
         accepts: "on or off (also true/false, 1/0, yes/no)",
         default: "on",
         meaning: "ask one SelfSubjectRulesReview first and send access reviews only for what its rules do not prove",
+        kind: Kind::Switch,
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT",
+        accepts: "on or off (also true/false, 1/0, yes/no)",
+        default: "on",
+        meaning: "hook processes of one job that start together with no usable cached verdict take turns through a lock file: one asks the API, the others wait for its record",
         kind: Kind::Switch,
     },
     Variable {
@@ -364,6 +375,7 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
             };
             match variable.name {
                 "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW" => settings.rules_review = on,
+                "ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT" => settings.single_flight = on,
                 _ => settings.cache_enabled = on,
             }
         }
@@ -415,6 +427,7 @@ mod tests {
         assert_eq!(s.max_retry_after, Duration::from_secs(32));
         assert!(s.cache_enabled);
         assert!(s.rules_review);
+        assert!(s.single_flight);
         assert_eq!(s.cache, CachePolicy::new());
         assert_eq!(s.seed, None);
         // The table's default texts agree with the values.
@@ -441,6 +454,7 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS", "0"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE", "off"),
             ("ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW", "no"),
+            ("ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT", "false"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "5000"),
             ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42"),
@@ -458,6 +472,7 @@ mod tests {
         assert_eq!(s.max_retry_after, ms(0));
         assert!(!s.cache_enabled);
         assert!(!s.rules_review);
+        assert!(!s.single_flight);
         assert_eq!(s.cache.ttl, ms(1000));
         assert_eq!(s.cache.grace, ms(5000));
         assert_eq!(s.seed, Some(42));

@@ -22,6 +22,7 @@ pub mod random;
 pub mod retry_after;
 pub mod rules;
 pub mod schedule;
+pub mod single_flight;
 pub mod text;
 pub mod wasm;
 

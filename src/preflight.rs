@@ -553,6 +553,26 @@ impl Preflight {
         self.key.as_ref().map(cache::file_name)
     }
 
+    /// True when the check was answered as it started (a fresh record):
+    /// the first poll is `Done` with no request.
+    pub fn is_decided(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// Shortens the check's deadline to `budget` from its start (a process
+    /// that waited its turn at the lock has less time left). Takes effect
+    /// only before the first poll; a longer budget changes nothing.
+    pub fn limit_budget(&mut self, budget: Duration) {
+        if self.requests > 0 || budget >= self.settings.backoff.deadline {
+            return;
+        }
+        self.settings.backoff.deadline = budget;
+        self.deadline_ms = self.started_ms.saturating_add(millis(budget));
+        for run in &mut self.probes {
+            run.schedule = Schedule::new(self.settings.backoff);
+        }
+    }
+
     /// The next thing to do. See [`Action`].
     pub fn poll(&mut self, now_ms: u64) -> Action {
         let now = self.observe(now_ms);

@@ -19,6 +19,7 @@ use crate::preflight::{self, Preflight as Machine, ProbeResult, ResultError, Set
 use crate::random::RandomSource;
 use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
+use crate::single_flight::{FlightAction, Holder, LockAttempt, SingleFlight};
 use crate::text::quoted;
 
 /// A preflight check (or a generic call) driven from JavaScript.
@@ -91,6 +92,22 @@ impl WasmPreflight {
             .on_result(probe as usize, attempt, time(now_ms)?, result)
             .map_err(result_error)?;
         to_js(&accepted)
+    }
+
+    /// True when a fresh record answered the check as it started: the
+    /// first poll is `done`, with no request.
+    #[wasm_bindgen(js_name = isDecided)]
+    pub fn is_decided(&self) -> bool {
+        self.machine.is_decided()
+    }
+
+    /// `limitBudget(ms)`: a shorter deadline for a check that has not sent
+    /// anything yet (see `SingleFlight`'s `lead` and `alone`).
+    #[wasm_bindgen(js_name = limitBudget)]
+    pub fn limit_budget(&mut self, budget_ms: f64) -> Result<(), JsValue> {
+        self.machine
+            .limit_budget(Duration::from_millis(time(budget_ms)?));
+        Ok(())
     }
 
     /// How many reviews this check runs.
@@ -302,4 +319,112 @@ pub fn runner_hooks_permissions() -> Result<JsValue, JsValue> {
 #[wasm_bindgen(js_name = maxRecordBytes)]
 pub fn max_record_bytes() -> u32 {
     crate::cache::MAX_RECORD_BYTES as u32
+}
+
+/// One process's turn at the job's lock file (see `single_flight.rs`).
+#[wasm_bindgen(js_name = SingleFlight)]
+pub struct WasmSingleFlight {
+    flight: SingleFlight,
+}
+
+#[wasm_bindgen(js_class = SingleFlight)]
+impl WasmSingleFlight {
+    /// `new SingleFlight(env, nowMs)`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(env: &JsValue, now_ms: f64) -> Result<WasmSingleFlight, JsValue> {
+        let settings = settings_from(env).0;
+        Ok(WasmSingleFlight {
+            flight: SingleFlight::new(&settings, time(now_ms)?),
+        })
+    }
+
+    /// The next action: `{type:'acquire'}`, `{type:'removeStale'}`,
+    /// `{type:'reread'}`, `{type:'wait', untilMs}`, `{type:'lead', budgetMs}`,
+    /// `{type:'alone', budgetMs, warning}` or `{type:'useRecord'}`.
+    pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
+        let action = self.flight.poll(time(now_ms)?);
+        let (kind, number, warning) = match action {
+            FlightAction::Acquire => ("acquire", None, None),
+            FlightAction::RemoveStale => ("removeStale", None, None),
+            FlightAction::Reread => ("reread", None, None),
+            FlightAction::UseRecord => ("useRecord", None, None),
+            FlightAction::Wait { until_ms } => ("wait", Some(("untilMs", until_ms)), None),
+            FlightAction::Lead { budget_ms } => ("lead", Some(("budgetMs", budget_ms)), None),
+            FlightAction::Alone { budget_ms, warning } => {
+                ("alone", Some(("budgetMs", budget_ms)), Some(warning))
+            }
+        };
+        let object = Object::new();
+        set(&object, "type", &JsValue::from_str(kind));
+        if let Some((key, value)) = number {
+            set(&object, key, &JsValue::from_f64(value as f64));
+        }
+        if let Some(warning) = warning {
+            let value = warning.map_or(JsValue::NULL, |w| JsValue::from_str(&w));
+            set(&object, "warning", &value);
+        }
+        Ok(object.into())
+    }
+
+    /// `onLock(nowMs, attempt)`: `{type:'acquired'}`, `{type:'unavailable'}`
+    /// or `{type:'held', ageMs, holder}` with holder `alive`, `dead`,
+    /// `unknown` or `invalid`.
+    #[wasm_bindgen(js_name = onLock)]
+    pub fn on_lock(&mut self, now_ms: f64, attempt: &JsValue) -> Result<(), JsValue> {
+        let now = time(now_ms)?;
+        let bad = |what: &str| {
+            error(
+                "PREFLIGHT_BAD_INPUT",
+                &format!("invalid lock attempt: {what} (expected type acquired, unavailable, or held with ageMs and holder)"),
+            )
+        };
+        let field = |key: &str| Reflect::get(attempt, &JsValue::from_str(key)).ok();
+        let kind = field("type")
+            .and_then(|v| v.as_string())
+            .ok_or_else(|| bad("no type"))?;
+        let attempt = match kind.as_str() {
+            "acquired" => LockAttempt::Acquired,
+            "unavailable" => LockAttempt::Unavailable,
+            "held" => {
+                let age = field("ageMs").and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+                // A clock that stepped back makes a negative age: treat as new.
+                let age_ms = if age.is_finite() {
+                    time(age.max(0.0))?
+                } else {
+                    return Err(bad("ageMs is not a number"));
+                };
+                let holder = match field("holder").and_then(|v| v.as_string()).as_deref() {
+                    Some("alive") => Holder::Alive,
+                    Some("dead") => Holder::Dead,
+                    Some("unknown") => Holder::Unknown,
+                    Some("invalid") => Holder::Invalid,
+                    _ => return Err(bad("holder is not alive, dead, unknown or invalid")),
+                };
+                LockAttempt::Held { age_ms, holder }
+            }
+            other => return Err(bad(&format!("type {}", quoted(other)))),
+        };
+        self.flight.on_lock(now, attempt);
+        Ok(())
+    }
+
+    /// `onRemoved(nowMs, removed)`.
+    #[wasm_bindgen(js_name = onRemoved)]
+    pub fn on_removed(&mut self, now_ms: f64, removed: bool) -> Result<(), JsValue> {
+        self.flight.on_removed(time(now_ms)?, removed);
+        Ok(())
+    }
+
+    /// `onRecord(nowMs, answers)`: whether the record, read again, answers
+    /// the check (a `Preflight` made with it `isDecided()`).
+    #[wasm_bindgen(js_name = onRecord)]
+    pub fn on_record(&mut self, now_ms: f64, answers: bool) -> Result<(), JsValue> {
+        self.flight.on_record(time(now_ms)?, answers);
+        Ok(())
+    }
+}
+
+fn set(object: &Object, key: &str, value: &JsValue) {
+    // Setting a property on a fresh plain object cannot fail.
+    let _ = Reflect::set(object, &JsValue::from_str(key), value);
 }

@@ -1,0 +1,119 @@
+'use strict';
+// The lock file that lets one hook process of a job ask the API while the
+// others wait for its record. Only file mechanics live here: whether a lock
+// is stale, how long to wait and when to give up are the core's decisions
+// (SingleFlight in src/single_flight.rs).
+//
+// - The lock is made whole before it appears: a temp file (O_EXCL, mode
+//   0600) with "<pid> <host> <nonce>" is hard-linked to the lock path, which
+//   fails with EEXIST if any lock is there. So a lock is never seen
+//   half-written, and a symlink at the path is never followed.
+// - The holder is judged from that content: a process of this host that
+//   is running ("alive"), has exited ("dead"), another host's ("unknown"),
+//   or something that is not our lock ("invalid").
+// - Release removes the lock only if it is still ours.
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const crypto = require('node:crypto');
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
+const MAX_LOCK_BYTES = 256;
+const LOCK_LINE = /^(\d{1,10}) (\S{1,128}) ([0-9a-f]{16})\n$/;
+
+/**
+ * Tries to create the lock. Returns `{ type: 'acquired', lock }`,
+ * `{ type: 'held', ageMs, holder }` or `{ type: 'unavailable', reason }`.
+ */
+function acquireLock(file, now) {
+  const content = `${process.pid} ${os.hostname()} ${crypto.randomBytes(8).toString('hex')}\n`;
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const fd = fs.openSync(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+    try {
+      fs.writeSync(fd, content);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (e) {
+    // A read-only or full disk, no permission: no lock here, ever.
+    removeLock(temp);
+    return { type: 'unavailable', reason: e.code || e.message };
+  }
+  try {
+    fs.linkSync(temp, file);
+    return { type: 'acquired', lock: { file, content } };
+  } catch (e) {
+    if (e.code === 'EEXIST') return inspectLock(file, now);
+    return { type: 'unavailable', reason: e.code || e.message };
+  } finally {
+    removeLock(temp);
+  }
+}
+
+/** Who holds the lock at `file`, and how old it is. */
+function inspectLock(file, now) {
+  let stat;
+  try {
+    stat = fs.lstatSync(file);
+  } catch (e) {
+    // Gone between the link and this look: its holder is done with it.
+    return { type: 'held', ageMs: 0, holder: e.code === 'ENOENT' ? 'dead' : 'invalid' };
+  }
+  const ageMs = Math.max(0, now - stat.mtimeMs);
+  if (!stat.isFile()) return { type: 'held', ageMs, holder: 'invalid' };
+  const text = readSmall(file);
+  const match = text === null ? null : LOCK_LINE.exec(text);
+  if (!match) return { type: 'held', ageMs, holder: 'invalid' };
+  const [, pid, host] = match;
+  if (host !== os.hostname()) return { type: 'held', ageMs, holder: 'unknown' };
+  return { type: 'held', ageMs, holder: isRunning(Number(pid)) ? 'alive' : 'dead' };
+}
+
+function isRunning(pid) {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, it is just not ours to signal.
+    return e.code === 'EPERM';
+  }
+}
+
+function readSmall(file) {
+  let fd;
+  try {
+    fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    const buffer = Buffer.alloc(MAX_LOCK_BYTES + 1);
+    const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
+    return n > MAX_LOCK_BYTES ? null : buffer.subarray(0, n).toString('utf8');
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** Removes a stale lock; true when it is gone. */
+function removeLock(file) {
+  try {
+    fs.unlinkSync(file);
+    return true;
+  } catch (e) {
+    return e.code === 'ENOENT';
+  }
+}
+
+/** Removes the lock if it is still the one `acquireLock` made. */
+function releaseLock(lock) {
+  if (readSmall(lock.file) !== lock.content) return;
+  try {
+    fs.unlinkSync(lock.file);
+  } catch {
+    // already gone: someone judged it stale
+  }
+}
+
+module.exports = { acquireLock, removeLock, releaseLock };
