@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set-up, build, then a job's steps through a control-plane
-# stall against a loopback apiserver, printing the timeline a user would see.
+# The main job: set-up, build, the incident replay table, a short real chaos
+# run checked against the simulator, then one job's steps through a
+# control-plane stall against a loopback apiserver, printing the timeline a
+# user would see.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,5 +11,8 @@ echo
 echo "== 1. The incident replayed for 300 simulated jobs (examples/replay): upstream, both seed PRs, this package"
 cargo run --release --quiet --example replay
 echo
-echo "== 2. One real job through a compressed stall: every step a fresh Node process, real @kubernetes/client-node, loopback apiserver"
+echo "== 2. A short real chaos run: 8 jobs of real hook processes (ncc bundle) through a 5x-compressed stall, next to the simulator on the same schedule"
+node bench/chaos.js --jobs 8 --start-spread-ms 6000 --stall-at-ms 5000 --limit-s 90
+echo
+echo "== 3. One real job through a compressed stall: every step a fresh Node process, real @kubernetes/client-node, loopback apiserver"
 node demo/demo.js
