@@ -20,15 +20,12 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::retry_after::parse_retry_after;
 
 /// What the shim observed about one failed request. Every field is optional
 /// so that a half-filled report (a `throw "string"`, an error with no code)
 /// is still classified.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ErrorFacts {
     /// Every `code` found walking `cause` chains and `AggregateError.errors`.
     pub codes: Vec<String>,
@@ -45,8 +42,7 @@ pub struct ErrorFacts {
 }
 
 /// What to do about a failure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Class {
     /// Worth another attempt after the normal backoff.
     Transient {
@@ -55,7 +51,6 @@ pub enum Class {
     },
     /// The server asked us to slow down. `retry_after_ms` is its requested
     /// wait, already clamped; `None` means "use the normal backoff".
-    #[serde(rename_all = "camelCase")]
     Throttled {
         /// The server's requested wait in ms, clamped to the configured limit.
         retry_after_ms: Option<u64>,

@@ -48,7 +48,6 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::cache::{self, CacheKey, CacheState};
@@ -63,13 +62,11 @@ use crate::text::{quoted, seconds};
 
 /// What the caller must do next.
 #[must_use]
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Start this request now, abandon it after `timeout_ms`, and report
     /// its result with [`Preflight::on_result`] (`probe`, `attempt`). Then
     /// poll again.
-    #[serde(rename_all = "camelCase")]
     Send {
         /// Which probe.
         probe: usize,
@@ -87,7 +84,6 @@ pub enum Action {
     },
     /// Nothing to do until `until_ms` (Unix epoch ms) or until a request
     /// settles, whichever comes first; then poll again.
-    #[serde(rename_all = "camelCase")]
     Wait {
         /// When to poll again at the latest.
         until_ms: u64,
@@ -101,8 +97,7 @@ pub enum Action {
 }
 
 /// The request a `Send` asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", content = "body", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// POST this SelfSubjectAccessReview; report `Reviewed`.
     AccessReview(AccessReview),
@@ -113,8 +108,7 @@ pub enum Request {
 }
 
 /// A SelfSubjectRulesReview body, exactly as the API expects it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RulesReview {
     /// `authorization.k8s.io/v1`
     pub api_version: String,
@@ -125,8 +119,7 @@ pub struct RulesReview {
 }
 
 /// The spec of a [`RulesReview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RulesReviewSpec {
     /// The namespace whose rules are asked for.
     pub namespace: String,
@@ -145,8 +138,7 @@ impl RulesReview {
 }
 
 /// A SelfSubjectAccessReview body, exactly as the API expects it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessReview {
     /// `authorization.k8s.io/v1`
     pub api_version: String,
@@ -157,16 +149,14 @@ pub struct AccessReview {
 }
 
 /// The spec of an [`AccessReview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessReviewSpec {
     /// The permission asked about.
     pub resource_attributes: ResourceAttributes,
 }
 
 /// The resource attributes of an [`AccessReview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceAttributes {
     /// Namespace checked.
     pub namespace: String,
@@ -199,15 +189,13 @@ impl AccessReview {
 }
 
 /// What a request returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeResult {
     /// The review answered: `status.allowed`.
     Reviewed {
         /// The API's verdict for this permission.
         allowed: bool,
         /// `status.reason`, if any (kept for the denial message).
-        #[serde(default)]
         reason: Option<String>,
     },
     /// The rules review answered: its `status`.
@@ -225,8 +213,7 @@ pub enum ProbeResult {
 }
 
 /// What [`Preflight::on_result`] did with a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepted {
     /// It changed the check.
     Applied,
@@ -248,8 +235,7 @@ pub enum ResultError {
 }
 
 /// The verdict of a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Every permission is granted (or a usable record says so).
     Allowed,
@@ -262,8 +248,7 @@ pub enum Verdict {
 }
 
 /// Where an `allowed` verdict came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// This check's reviews.
     Reviews,
@@ -275,8 +260,7 @@ pub enum Source {
 }
 
 /// The result of a check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// The verdict.
     pub verdict: Verdict,

@@ -22,13 +22,10 @@
 //! SSRR should not drive authorization; here it only skips reviews, and the
 //! real calls still enforce RBAC.
 
-use serde::{Deserialize, Serialize};
-
 use crate::permission::Permission;
 
 /// The `status` of a SelfSubjectRulesReview, as the API returns it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RulesStatus {
     /// Rules on resources.
     pub resource_rules: Vec<ResourceRule>,
@@ -39,8 +36,7 @@ pub struct RulesStatus {
 }
 
 /// One rule on resources.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceRule {
     /// Verbs, or `*`.
     pub verbs: Vec<String>,

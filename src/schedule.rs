@@ -19,8 +19,6 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::random::RandomSource;
 
 /// Room left for the final attempt of a schedule, before its deadline (see
@@ -28,8 +26,7 @@ use crate::random::RandomSource;
 pub const FINAL_WINDOW: Duration = Duration::from_secs(1);
 
 /// How delays are randomized. See the module docs for the formulas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
     /// No randomness: every client waits exactly the same.
     None,
@@ -86,8 +83,7 @@ impl Jitter {
 /// point) cover as little as 17 s with full jitter, less than the
 /// incident's 25 s stall; with equal jitter 20 attempts span at least 67 s,
 /// so the deadline stays the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
     /// The first delay before jitter.
     pub base: Duration,
