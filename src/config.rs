@@ -258,7 +258,7 @@ impl Settings {
             .into_iter()
             .filter(|(k, _)| k.starts_with(PREFIX))
             .collect();
-        ours.sort();
+        crate::sort_small(&mut ours);
         for (name, value) in ours {
             let Some(variable) = VARIABLES.iter().find(|v| v.name == name) else {
                 errors.push(error_for(

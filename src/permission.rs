@@ -126,7 +126,7 @@ pub fn flatten(specs: &[PermissionSpec]) -> Result<Vec<Permission>, PermissionEr
     if out.is_empty() {
         return Err(PermissionError::Empty);
     }
-    out.sort();
+    crate::sort_small(&mut out);
     out.dedup();
     Ok(out)
 }
@@ -150,7 +150,7 @@ fn check_name(index: usize, field: &'static str, value: &str) -> Result<(), Perm
 /// any order gives the same fingerprint.
 pub fn fingerprint(permissions: &[Permission]) -> String {
     let mut sorted: Vec<&Permission> = permissions.iter().collect();
-    sorted.sort();
+    crate::sort_small(&mut sorted);
     sorted.dedup();
     let mut hash = Sha256::new();
     hash.update(b"k8s-auth-preflight/permissions/v1\n");
