@@ -21,6 +21,7 @@
 use std::time::Duration;
 
 use crate::retry_after::parse_retry_after;
+use crate::text::contains;
 
 /// What the shim observed about one failed request. Every field is optional
 /// so that a half-filled report (a `throw "string"`, an error with no code)
@@ -117,12 +118,12 @@ pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) ->
         return Class::Transient { why: code };
     }
     let message = facts.message.to_ascii_lowercase();
-    if let Some(sign) = TRANSIENT_MESSAGES.iter().find(|m| message.contains(*m)) {
+    if let Some(sign) = TRANSIENT_MESSAGES.iter().find(|m| contains(&message, m)) {
         return Class::Transient {
             why: (*sign).to_string(),
         };
     }
-    if let Some(code) = TRANSIENT_CODES.iter().find(|c| facts.message.contains(*c)) {
+    if let Some(code) = TRANSIENT_CODES.iter().find(|c| contains(&facts.message, c)) {
         return Class::Transient {
             why: (*code).to_string(),
         };
@@ -182,7 +183,12 @@ fn transient_code(facts: &ErrorFacts) -> Option<String> {
 fn shorten(message: &str) -> String {
     const MAX: usize = 200;
     match message.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &message[..cut]),
+        Some((cut, _)) => {
+            let mut short = message.to_string();
+            short.truncate(cut);
+            short.push_str("...");
+            short
+        }
         None => message.to_string(),
     }
 }

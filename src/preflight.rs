@@ -58,7 +58,7 @@ use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
 use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
-use crate::text::{quoted, seconds};
+use crate::text::{self, quoted, seconds};
 
 /// What the caller must do next.
 #[must_use]
@@ -944,7 +944,7 @@ fn describe(class: &Class, facts: &ErrorFacts) -> String {
     // aborted") depends on the client and says nothing more than the flag.
     if facts.timed_out || detail.is_empty() || detail.len() > 160 {
         why.to_string()
-    } else if detail.contains(why) {
+    } else if text::contains(detail, why) {
         detail.to_string()
     } else {
         format!("{why}: {detail}")

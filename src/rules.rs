@@ -23,6 +23,7 @@
 //! real calls still enforce RBAC.
 
 use crate::permission::Permission;
+use crate::text::split_once;
 
 /// The `status` of a SelfSubjectRulesReview, as the API returns it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,7 +70,7 @@ fn resource_matches(rule_resource: &str, p: &Permission) -> bool {
     if p.subresource.is_empty() {
         return rule_resource == p.resource;
     }
-    match rule_resource.split_once('/') {
+    match split_once(rule_resource, b'/') {
         Some((resource, subresource)) => {
             subresource == p.subresource && (resource == "*" || resource == p.resource)
         }
