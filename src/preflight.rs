@@ -45,7 +45,6 @@
 //! requests in flight are awaited (each is bounded by its timeout), so a
 //! denial that is on its way is not lost.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -353,7 +352,8 @@ pub struct Preflight {
     stopping: bool,
     requests: u32,
     last_error: Option<String>,
-    pending_warnings: VecDeque<String>,
+    /// Warnings not yet returned by `poll`, oldest first (a handful at most).
+    pending_warnings: Vec<String>,
     warnings: Vec<String>,
     warned_unreachable: bool,
     /// Error answers (an HTTP status) to the rules review so far.
@@ -449,7 +449,7 @@ impl Preflight {
         let mut check = Preflight::new(settings, permissions, namespace, identity, cached, now_ms)?;
         check.queue_setting_warnings(errors);
         if no_credential {
-            check.pending_warnings.push_back(
+            check.pending_warnings.push(
                 "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.".into(),
             );
         }
@@ -514,7 +514,7 @@ impl Preflight {
             stopping: false,
             requests: 0,
             last_error: None,
-            pending_warnings: VecDeque::new(),
+            pending_warnings: Vec::new(),
             warnings: Vec::new(),
             warned_unreachable: false,
             rules_refusals: 0,
@@ -543,7 +543,8 @@ impl Preflight {
         if self.outcome.is_none() {
             self.expire_timeouts(now);
         }
-        if let Some(message) = self.pending_warnings.pop_front() {
+        if !self.pending_warnings.is_empty() {
+            let message = self.pending_warnings.remove(0);
             return Action::Warn { message };
         }
         if let Some(outcome) = &self.outcome {
@@ -658,7 +659,7 @@ impl Preflight {
         self.last_error = Some(evidence.clone());
         if !self.warned_unreachable {
             self.warned_unreachable = true;
-            self.pending_warnings.push_back(format!(
+            self.pending_warnings.push(format!(
                 "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
                 self.settings.backoff.deadline.as_secs()
             ));

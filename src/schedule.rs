@@ -151,8 +151,11 @@ impl Backoff {
 
     /// The exponential delay before jitter for retry `n` (0-based), capped.
     pub fn exponential(&self, n: u32) -> Duration {
-        let cap_ms = self.max_delay.as_millis() as f64;
-        let ms = self.base.as_millis() as f64 * self.factor.max(1.0).powi(n.min(1024) as i32);
+        // Through u64: a u128 -> f64 conversion is a compiler-runtime call
+        // in the `.wasm`; settings cap every duration far below 2^64 ms.
+        let cap_ms = self.max_delay.as_millis() as u64 as f64;
+        let ms =
+            self.base.as_millis() as u64 as f64 * self.factor.max(1.0).powi(n.min(1024) as i32);
         Duration::from_millis(ms.min(cap_ms).max(0.0) as u64)
     }
 }
