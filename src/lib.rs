@@ -11,6 +11,12 @@
 //! global state: time and randomness are inputs.
 #![deny(missing_docs)]
 
+// Talc instead of the default dlmalloc: about 7 KB less `.wasm`, which every
+// hook step compiles. Single-threaded wasm only, as built here.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 pub mod cache;
 pub mod classify;
 pub mod config;
