@@ -12,7 +12,6 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const crypto = require('node:crypto');
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 
@@ -50,6 +49,9 @@ function readRecord(file, limit) {
 
 /** Writes atomically; returns a warning string on failure, else null. */
 function writeRecord(file, text) {
+  // Required here, not at the top: loading node:crypto costs about 3 ms,
+  // and only a step that asked the API writes (a cached verdict never does).
+  const crypto = require('node:crypto');
   const temp = path.join(
     path.dirname(file),
     `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`,

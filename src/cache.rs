@@ -273,7 +273,9 @@ pub fn file_name(key: &CacheKey) -> String {
         hash.update((part.len() as u32).to_le_bytes());
         hash.update(part.as_bytes());
     }
-    format!("k8s-auth-preflight-{}.json", &hex(&hash.finalize())[..24])
+    let mut digest = hex(&hash.finalize());
+    digest.truncate(24);
+    format!("k8s-auth-preflight-{digest}.json")
 }
 
 /// The MAC over every field but the MAC, each length-prefixed.

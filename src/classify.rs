@@ -20,15 +20,13 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::retry_after::parse_retry_after;
+use crate::text::contains;
 
 /// What the shim observed about one failed request. Every field is optional
 /// so that a half-filled report (a `throw "string"`, an error with no code)
 /// is still classified.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ErrorFacts {
     /// Every `code` found walking `cause` chains and `AggregateError.errors`.
     pub codes: Vec<String>,
@@ -45,8 +43,7 @@ pub struct ErrorFacts {
 }
 
 /// What to do about a failure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Class {
     /// Worth another attempt after the normal backoff.
     Transient {
@@ -55,7 +52,6 @@ pub enum Class {
     },
     /// The server asked us to slow down. `retry_after_ms` is its requested
     /// wait, already clamped; `None` means "use the normal backoff".
-    #[serde(rename_all = "camelCase")]
     Throttled {
         /// The server's requested wait in ms, clamped to the configured limit.
         retry_after_ms: Option<u64>,
@@ -122,12 +118,12 @@ pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) ->
         return Class::Transient { why: code };
     }
     let message = facts.message.to_ascii_lowercase();
-    if let Some(sign) = TRANSIENT_MESSAGES.iter().find(|m| message.contains(*m)) {
+    if let Some(sign) = TRANSIENT_MESSAGES.iter().find(|m| contains(&message, m)) {
         return Class::Transient {
             why: (*sign).to_string(),
         };
     }
-    if let Some(code) = TRANSIENT_CODES.iter().find(|c| facts.message.contains(*c)) {
+    if let Some(code) = TRANSIENT_CODES.iter().find(|c| contains(&facts.message, c)) {
         return Class::Transient {
             why: (*code).to_string(),
         };
@@ -187,7 +183,12 @@ fn transient_code(facts: &ErrorFacts) -> Option<String> {
 fn shorten(message: &str) -> String {
     const MAX: usize = 200;
     match message.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &message[..cut]),
+        Some((cut, _)) => {
+            let mut short = message.to_string();
+            short.truncate(cut);
+            short.push_str("...");
+            short
+        }
         None => message.to_string(),
     }
 }

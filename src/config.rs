@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::cache::CachePolicy;
 use crate::schedule::{Backoff, Jitter};
-use crate::text::{parse_decimal, quoted};
+use crate::text::{parse_decimal, quoted, whole_number};
 
 /// Every setting of a check.
 ///
@@ -269,7 +269,7 @@ impl Settings {
             .into_iter()
             .filter(|(k, _)| k.starts_with(PREFIX))
             .collect();
-        ours.sort();
+        crate::sort_small(&mut ours);
         for (name, value) in ours {
             let Some(variable) = VARIABLES.iter().find(|v| v.name == name) else {
                 errors.push(error_for(
@@ -354,7 +354,7 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
         Kind::Factor => {
             let factor = match parse_decimal(value) {
                 Some(f) => f,
-                None if value.starts_with('-') && parse_decimal(&value[1..]).is_some() => {
+                None if value.strip_prefix('-').and_then(parse_decimal).is_some() => {
                     return Err(Problem::OutOfRange)
                 }
                 None => return Err(Problem::NotANumber),
@@ -392,9 +392,9 @@ fn number(value: &str, min: u64, max: u64) -> Result<u64, Problem> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         // "-5" and "1e3" are numbers to a person, but out of range / not whole here.
         return Err(
-            if value.starts_with('-')
-                && value[1..].bytes().all(|b| b.is_ascii_digit())
-                && value.len() > 1
+            if value
+                .strip_prefix('-')
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
             {
                 Problem::OutOfRange
             } else {
@@ -402,7 +402,7 @@ fn number(value: &str, min: u64, max: u64) -> Result<u64, Problem> {
             },
         );
     }
-    let n: u64 = digits.parse().map_err(|_| Problem::OutOfRange)?;
+    let n = whole_number(digits).ok_or(Problem::OutOfRange)?;
     if n < min || n > max {
         return Err(Problem::OutOfRange);
     }

@@ -4,7 +4,6 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
@@ -12,8 +11,7 @@ use crate::text::quoted;
 
 /// One row of the hooks' permission table: a resource and the verbs needed
 /// on it. `verb` (one) is accepted as well as `verbs` (many).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PermissionSpec {
     /// API group; the core group is `""`.
     pub group: String,
@@ -24,7 +22,6 @@ pub struct PermissionSpec {
     /// The verbs needed.
     pub verbs: Vec<String>,
     /// A single verb, for callers that list one per row.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,
 }
 
@@ -47,8 +44,7 @@ pub fn runner_hooks_permissions() -> Vec<PermissionSpec> {
 }
 
 /// One verb on one resource: what one SelfSubjectAccessReview asks.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Permission {
     /// The verb, e.g. `create`.
     pub verb: String,
@@ -130,7 +126,7 @@ pub fn flatten(specs: &[PermissionSpec]) -> Result<Vec<Permission>, PermissionEr
     if out.is_empty() {
         return Err(PermissionError::Empty);
     }
-    out.sort();
+    crate::sort_small(&mut out);
     out.dedup();
     Ok(out)
 }
@@ -154,7 +150,7 @@ fn check_name(index: usize, field: &'static str, value: &str) -> Result<(), Perm
 /// any order gives the same fingerprint.
 pub fn fingerprint(permissions: &[Permission]) -> String {
     let mut sorted: Vec<&Permission> = permissions.iter().collect();
-    sorted.sort();
+    crate::sort_small(&mut sorted);
     sorted.dedup();
     let mut hash = Sha256::new();
     hash.update(b"k8s-auth-preflight/permissions/v1\n");

@@ -45,10 +45,8 @@
 //! requests in flight are awaited (each is bounded by its timeout), so a
 //! denial that is on its way is not lost.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::cache::{self, CacheKey, CacheState};
@@ -59,17 +57,15 @@ use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
 use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
-use crate::text::{quoted, seconds};
+use crate::text::{self, quoted, seconds};
 
 /// What the caller must do next.
 #[must_use]
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Start this request now, abandon it after `timeout_ms`, and report
     /// its result with [`Preflight::on_result`] (`probe`, `attempt`). Then
     /// poll again.
-    #[serde(rename_all = "camelCase")]
     Send {
         /// Which probe.
         probe: usize,
@@ -87,7 +83,6 @@ pub enum Action {
     },
     /// Nothing to do until `until_ms` (Unix epoch ms) or until a request
     /// settles, whichever comes first; then poll again.
-    #[serde(rename_all = "camelCase")]
     Wait {
         /// When to poll again at the latest.
         until_ms: u64,
@@ -101,8 +96,7 @@ pub enum Action {
 }
 
 /// The request a `Send` asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", content = "body", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// POST this SelfSubjectAccessReview; report `Reviewed`.
     AccessReview(AccessReview),
@@ -113,8 +107,7 @@ pub enum Request {
 }
 
 /// A SelfSubjectRulesReview body, exactly as the API expects it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RulesReview {
     /// `authorization.k8s.io/v1`
     pub api_version: String,
@@ -125,8 +118,7 @@ pub struct RulesReview {
 }
 
 /// The spec of a [`RulesReview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RulesReviewSpec {
     /// The namespace whose rules are asked for.
     pub namespace: String,
@@ -145,8 +137,7 @@ impl RulesReview {
 }
 
 /// A SelfSubjectAccessReview body, exactly as the API expects it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessReview {
     /// `authorization.k8s.io/v1`
     pub api_version: String,
@@ -157,16 +148,14 @@ pub struct AccessReview {
 }
 
 /// The spec of an [`AccessReview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessReviewSpec {
     /// The permission asked about.
     pub resource_attributes: ResourceAttributes,
 }
 
 /// The resource attributes of an [`AccessReview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceAttributes {
     /// Namespace checked.
     pub namespace: String,
@@ -199,15 +188,13 @@ impl AccessReview {
 }
 
 /// What a request returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeResult {
     /// The review answered: `status.allowed`.
     Reviewed {
         /// The API's verdict for this permission.
         allowed: bool,
         /// `status.reason`, if any (kept for the denial message).
-        #[serde(default)]
         reason: Option<String>,
     },
     /// The rules review answered: its `status`.
@@ -225,8 +212,7 @@ pub enum ProbeResult {
 }
 
 /// What [`Preflight::on_result`] did with a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepted {
     /// It changed the check.
     Applied,
@@ -248,8 +234,7 @@ pub enum ResultError {
 }
 
 /// The verdict of a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Every permission is granted (or a usable record says so).
     Allowed,
@@ -262,8 +247,7 @@ pub enum Verdict {
 }
 
 /// Where an `allowed` verdict came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// This check's reviews.
     Reviews,
@@ -275,8 +259,7 @@ pub enum Source {
 }
 
 /// The result of a check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// The verdict.
     pub verdict: Verdict,
@@ -369,7 +352,8 @@ pub struct Preflight {
     stopping: bool,
     requests: u32,
     last_error: Option<String>,
-    pending_warnings: VecDeque<String>,
+    /// Warnings not yet returned by `poll`, oldest first (a handful at most).
+    pending_warnings: Vec<String>,
     warnings: Vec<String>,
     warned_unreachable: bool,
     /// Error answers (an HTTP status) to the rules review so far.
@@ -465,7 +449,7 @@ impl Preflight {
         let mut check = Preflight::new(settings, permissions, namespace, identity, cached, now_ms)?;
         check.queue_setting_warnings(errors);
         if no_credential {
-            check.pending_warnings.push_back(
+            check.pending_warnings.push(
                 "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.".into(),
             );
         }
@@ -530,7 +514,7 @@ impl Preflight {
             stopping: false,
             requests: 0,
             last_error: None,
-            pending_warnings: VecDeque::new(),
+            pending_warnings: Vec::new(),
             warnings: Vec::new(),
             warned_unreachable: false,
             rules_refusals: 0,
@@ -579,7 +563,8 @@ impl Preflight {
         if self.outcome.is_none() {
             self.expire_timeouts(now);
         }
-        if let Some(message) = self.pending_warnings.pop_front() {
+        if !self.pending_warnings.is_empty() {
+            let message = self.pending_warnings.remove(0);
             return Action::Warn { message };
         }
         if let Some(outcome) = &self.outcome {
@@ -694,7 +679,7 @@ impl Preflight {
         self.last_error = Some(evidence.clone());
         if !self.warned_unreachable {
             self.warned_unreachable = true;
-            self.pending_warnings.push_back(format!(
+            self.pending_warnings.push(format!(
                 "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
                 self.settings.backoff.deadline.as_secs()
             ));
@@ -980,7 +965,7 @@ fn describe(class: &Class, facts: &ErrorFacts) -> String {
     // aborted") depends on the client and says nothing more than the flag.
     if facts.timed_out || detail.is_empty() || detail.len() > 160 {
         why.to_string()
-    } else if detail.contains(why) {
+    } else if text::contains(detail, why) {
         detail.to_string()
     } else {
         format!("{why}: {detail}")

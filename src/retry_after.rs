@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use crate::text::{split_once, whole_number};
+
 /// Parses a `Retry-After` value given the current time (Unix epoch, ms) and
 /// the longest wait the caller is willing to honour.
 ///
@@ -39,7 +41,7 @@ fn parse_seconds(value: &str) -> Option<u64> {
         Some(rest) => (true, rest),
         None => (false, value.strip_prefix('+').unwrap_or(value)),
     };
-    let (whole, fraction) = match digits.split_once('.') {
+    let (whole, fraction) = match split_once(digits, b'.') {
         Some((w, f)) => (w, f),
         None => (digits, ""),
     };
@@ -66,18 +68,18 @@ fn parse_seconds(value: &str) -> Option<u64> {
 /// IMF-fixdate, the only date form RFC 9110 asks senders to produce:
 /// `Sun, 06 Nov 1994 08:49:37 GMT`. Returns Unix epoch milliseconds.
 fn parse_http_date(value: &str) -> Option<u64> {
-    let rest = value.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: u64 = number(parts.next()?, 2)?;
-    let month = month_number(parts.next()?)?;
-    let year: u64 = number(parts.next()?, 4)?;
-    let mut clock = parts.next()?.split(':');
-    let hour: u64 = number(clock.next()?, 2)?;
-    let minute: u64 = number(clock.next()?, 2)?;
-    let second: u64 = number(clock.next()?, 2)?;
-    if clock.next().is_some() || parts.next()? != "GMT" || parts.next().is_some() {
+    let rest = split_once(value, b',')?.1.strip_prefix(' ')?;
+    let (day, rest) = split_once(rest, b' ')?;
+    let (month, rest) = split_once(rest, b' ')?;
+    let (year, rest) = split_once(rest, b' ')?;
+    let (clock, zone) = split_once(rest, b' ')?;
+    let (hour, rest) = split_once(clock, b':')?;
+    let (minute, second) = split_once(rest, b':')?;
+    if zone != "GMT" {
         return None;
     }
+    let (day, month, year) = (number(day, 2)?, month_number(month)?, number(year, 4)?);
+    let (hour, minute, second) = (number(hour, 2)?, number(minute, 2)?, number(second, 2)?);
     if !(1970..=9999).contains(&year)
         || !(1..=days_in_month(year, month)).contains(&day)
         || hour > 23
@@ -91,10 +93,10 @@ fn parse_http_date(value: &str) -> Option<u64> {
 }
 
 fn number(s: &str, width: usize) -> Option<u64> {
-    if s.len() != width || !s.bytes().all(|b| b.is_ascii_digit()) {
+    if s.len() != width {
         return None;
     }
-    s.parse().ok()
+    whole_number(s)
 }
 
 fn month_number(s: &str) -> Option<u64> {

@@ -22,13 +22,11 @@
 //! SSRR should not drive authorization; here it only skips reviews, and the
 //! real calls still enforce RBAC.
 
-use serde::{Deserialize, Serialize};
-
 use crate::permission::Permission;
+use crate::text::split_once;
 
 /// The `status` of a SelfSubjectRulesReview, as the API returns it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RulesStatus {
     /// Rules on resources.
     pub resource_rules: Vec<ResourceRule>,
@@ -39,8 +37,7 @@ pub struct RulesStatus {
 }
 
 /// One rule on resources.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceRule {
     /// Verbs, or `*`.
     pub verbs: Vec<String>,
@@ -73,7 +70,7 @@ fn resource_matches(rule_resource: &str, p: &Permission) -> bool {
     if p.subresource.is_empty() {
         return rule_resource == p.resource;
     }
-    match rule_resource.split_once('/') {
+    match split_once(rule_resource, b'/') {
         Some((resource, subresource)) => {
             subresource == p.subresource && (resource == "*" || resource == p.resource)
         }

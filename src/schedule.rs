@@ -19,8 +19,6 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::random::RandomSource;
 
 /// Room left for the final attempt of a schedule, before its deadline (see
@@ -28,8 +26,7 @@ use crate::random::RandomSource;
 pub const FINAL_WINDOW: Duration = Duration::from_secs(1);
 
 /// How delays are randomized. See the module docs for the formulas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
     /// No randomness: every client waits exactly the same.
     None,
@@ -86,8 +83,7 @@ impl Jitter {
 /// point) cover as little as 17 s with full jitter, less than the
 /// incident's 25 s stall; with equal jitter 20 attempts span at least 67 s,
 /// so the deadline stays the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
     /// The first delay before jitter.
     pub base: Duration,
@@ -155,8 +151,11 @@ impl Backoff {
 
     /// The exponential delay before jitter for retry `n` (0-based), capped.
     pub fn exponential(&self, n: u32) -> Duration {
-        let cap_ms = self.max_delay.as_millis() as f64;
-        let ms = self.base.as_millis() as f64 * self.factor.max(1.0).powi(n.min(1024) as i32);
+        // Through u64: a u128 -> f64 conversion is a compiler-runtime call
+        // in the `.wasm`; settings cap every duration far below 2^64 ms.
+        let cap_ms = self.max_delay.as_millis() as u64 as f64;
+        let ms =
+            self.base.as_millis() as u64 as f64 * self.factor.max(1.0).powi(n.min(1024) as i32);
         Duration::from_millis(ms.min(cap_ms).max(0.0) as u64)
     }
 }

@@ -60,7 +60,7 @@ pub fn seconds(ms: u64) -> String {
 /// `inf`/`NaN`, at most 6 decimals. `None` for anything else.
 pub fn parse_decimal(s: &str) -> Option<f64> {
     let s = s.strip_prefix('+').unwrap_or(s);
-    let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+    let (whole, fraction) = split_once(s, b'.').unwrap_or((s, ""));
     let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty()
         || whole.len() > 9
@@ -70,7 +70,7 @@ pub fn parse_decimal(s: &str) -> Option<f64> {
     {
         return None;
     }
-    let whole: u64 = whole.parse().ok()?;
+    let whole = whole_number(whole)?;
     let mut scaled = whole * 1_000_000;
     let mut scale = 100_000;
     for b in fraction.bytes() {
@@ -78,6 +78,41 @@ pub fn parse_decimal(s: &str) -> Option<f64> {
         scale /= 10;
     }
     Some(scaled as f64 / 1_000_000.0)
+}
+
+/// `s` split around the first `sep` (an ASCII byte), as `str::split_once`
+/// with a char pattern would, without the standard char searcher.
+pub fn split_once(s: &str, sep: u8) -> Option<(&str, &str)> {
+    debug_assert!(sep.is_ascii());
+    let i = s.bytes().position(|b| b == sep)?;
+    Some((s.get(..i)?, s.get(i + 1..)?))
+}
+
+/// A plain whole number (ASCII digits only, at least one) that fits in a
+/// `u64`, as `str::parse::<u64>` would read it without a sign.
+pub fn whole_number(s: &str) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for b in s.bytes() {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some(n)
+}
+
+/// True when `needle` occurs in `haystack`. The same answer as
+/// `str::contains`, without the standard two-way searcher (about 3 KB of
+/// `.wasm`, with its panic path): the strings here are short.
+pub fn contains(haystack: &str, needle: &str) -> bool {
+    needle.is_empty()
+        || haystack
+            .as_bytes()
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
 }
 
 #[cfg(test)]
@@ -101,6 +136,49 @@ mod tests {
             assert_eq!(quoted(s), format!("{s:?}"), "{s}");
         }
         assert_eq!(quoted("\u{1b}[31m"), "\"\\u{1b}[31m\"");
+    }
+
+    #[test]
+    fn contains_agrees_with_str_contains() {
+        let haystacks = ["", "a", "socket hang up", "ünïcode ünï", "aaab", "abab"];
+        let needles = [
+            "", "a", "ab", "hang", "up!", "ünï", "ïc", "aab", "bab", "abab", "ababa",
+        ];
+        for h in haystacks {
+            for n in needles {
+                assert_eq!(contains(h, n), h.contains(n), "{h} / {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_once_agrees_with_str_split_once() {
+        for s in ["", ".", "a.b", "1.5.5", "no dot", "ü.ï", ".x", "x."] {
+            assert_eq!(split_once(s, b'.'), s.split_once('.'), "{s}");
+        }
+    }
+
+    #[test]
+    fn whole_numbers_agree_with_parse() {
+        for s in [
+            "0",
+            "7",
+            "0042",
+            "18446744073709551615",
+            "18446744073709551616",
+            "",
+            "+1",
+            "-1",
+            "1 ",
+            "1.0",
+            "٣",
+        ] {
+            assert_eq!(
+                whole_number(s),
+                s.parse::<u64>().ok().filter(|_| !s.starts_with('+')),
+                "{s}"
+            );
+        }
     }
 
     #[test]

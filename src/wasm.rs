@@ -1,26 +1,24 @@
 //! The WebAssembly boundary: conversion only, no decisions.
 //!
 //! Every function here turns JS values into Rust values, calls the core, and
-//! turns the answer back (camelCase objects through serde-wasm-bindgen, in
-//! JSON-compatible form: `null` for none, plain numbers for times). Errors
+//! turns the answer back (hand-written in [`convert`]: camelCase objects in
+//! JSON-compatible form, `null` for none, plain numbers for times). Errors
 //! cross as JS `Error`s with a stable `code` property.
+
+mod convert;
 
 use std::time::Duration;
 
 use js_sys::{Object, Reflect, Uint8Array};
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use crate::classify::{classify as classify_facts, ErrorFacts};
+use crate::classify::classify as classify_facts;
 use crate::config::{Settings, PREFIX};
-use crate::permission::{Permission, PermissionSpec};
-use crate::preflight::{self, Preflight as Machine, ProbeResult, ResultError, SetupError};
+use crate::preflight::{self, Preflight as Machine, ResultError, SetupError};
 use crate::random::RandomSource;
-use crate::rules::{self, RulesStatus};
+use crate::rules;
 use crate::schedule::Schedule;
-use crate::single_flight::{FlightAction, Holder, LockAttempt, SingleFlight};
-use crate::text::quoted;
+use crate::single_flight::SingleFlight;
 
 /// A preflight check (or a generic call) driven from JavaScript.
 #[wasm_bindgen(js_name = Preflight)]
@@ -42,7 +40,7 @@ impl WasmPreflight {
         now_ms: f64,
     ) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
-        let permissions: Vec<PermissionSpec> = from_js(permissions, "permissions")?;
+        let permissions = read(&permissions, "permissions", convert::permission_specs)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
         let machine = Machine::from_env(
@@ -73,7 +71,7 @@ impl WasmPreflight {
     /// `{type:'done', outcome}`.
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         let now = time(now_ms)?;
-        to_js(&self.machine.poll(now))
+        Ok(convert::action(&self.machine.poll(now)))
     }
 
     /// Reports a result: `{type:'reviewed', allowed}`, `{type:'succeeded'}`
@@ -86,12 +84,12 @@ impl WasmPreflight {
         now_ms: f64,
         result: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let result = from_js::<WireResult>(result, "result")?.into_result()?;
+        let result = read(&result, "result", convert::probe_result)?;
         let accepted = self
             .machine
             .on_result(probe as usize, attempt, time(now_ms)?, result)
             .map_err(result_error)?;
-        to_js(&accepted)
+        Ok(convert::accepted(accepted))
     }
 
     /// True when a fresh record answered the check as it started: the
@@ -127,7 +125,7 @@ pub fn cache_file_name(
     credential: &JsValue,
 ) -> Result<Option<String>, JsValue> {
     let env = env_pairs(env);
-    let permissions: Vec<PermissionSpec> = from_js(permissions, "permissions")?;
+    let permissions = read(&permissions, "permissions", convert::permission_specs)?;
     let credential = bytes(credential);
     preflight::cache_file_name(
         env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -142,8 +140,8 @@ pub fn cache_file_name(
 /// verb each, in the order given), whether the rules review status proves it.
 #[wasm_bindgen(js_name = rulesProve)]
 pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsValue> {
-    let status: RulesStatus = from_js(status, "status")?;
-    let permissions: Vec<Permission> = from_js(permissions, "permissions")?;
+    let status = read(&status, "status", convert::rules_status)?;
+    let permissions = read(&permissions, "permissions", convert::permissions)?;
     Ok(rules::proven(&status, &permissions)
         .into_iter()
         .map(u8::from)
@@ -153,13 +151,13 @@ pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsV
 /// `classify(facts, nowMs, env?)`: the class of one failure.
 #[wasm_bindgen]
 pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
-    let facts: ErrorFacts = from_js(facts, "facts")?;
+    let facts = read(&facts, "facts", convert::error_facts)?;
     let settings = settings_from(env).0;
-    to_js(&classify_facts(
+    Ok(convert::class(&classify_facts(
         &facts,
         time(now_ms)?,
         settings.max_retry_after,
-    ))
+    )))
 }
 
 /// `settingsWarnings(env)`: the warnings the settings in `env` produce.
@@ -180,50 +178,8 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
     };
     Schedule::preview(settings.backoff, &mut random)
         .into_iter()
-        .map(|d: Duration| d.as_millis() as f64)
+        .map(|d: Duration| d.as_millis() as u64 as f64)
         .collect()
-}
-
-/// A result as JS sends it: `{ type, allowed?, reason?, facts? }`. A flat
-/// struct instead of serde's internally tagged enum, which would buffer every
-/// value through serde's generic `Content` (about 16 KB of `.wasm`).
-#[derive(Deserialize)]
-struct WireResult {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    allowed: Option<bool>,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    facts: Option<ErrorFacts>,
-    #[serde(default)]
-    status: Option<RulesStatus>,
-}
-
-impl WireResult {
-    fn into_result(self) -> Result<ProbeResult, JsValue> {
-        match (self.kind.as_str(), self.allowed, self.facts) {
-            ("reviewed", Some(allowed), _) => Ok(ProbeResult::Reviewed {
-                allowed,
-                reason: self.reason,
-            }),
-            ("rulesReviewed", _, _) => Ok(ProbeResult::RulesReviewed {
-                status: self.status.unwrap_or_default(),
-            }),
-            ("succeeded", _, _) => Ok(ProbeResult::Succeeded),
-            ("failed", _, facts) => Ok(ProbeResult::Failed {
-                facts: facts.unwrap_or_default(),
-            }),
-            (kind, _, _) => Err(error(
-                "PREFLIGHT_BAD_INPUT",
-                &format!(
-                    "invalid result: type {} (expected reviewed with allowed, rulesReviewed, succeeded, or failed)",
-                    quoted(kind)
-                ),
-            )),
-        }
-    }
 }
 
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
@@ -267,25 +223,22 @@ fn time(now_ms: f64) -> Result<u64, JsValue> {
     } else {
         Err(error(
             "PREFLIGHT_BAD_TIME",
-            &format!("nowMs must be a finite, non-negative number of ms, got {now_ms}"),
+            &format!(
+                "nowMs must be a finite, non-negative number of ms, got {}",
+                convert::js_number(now_ms)
+            ),
         ))
     }
 }
 
-fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| error("PREFLIGHT_BAD_INPUT", &format!("invalid {what}: {e}")))
-}
-
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| {
-            error(
-                "PREFLIGHT_INTERNAL",
-                &format!("cannot convert a result to JS: {e}"),
-            )
-        })
+/// Converts an argument; a value of the wrong shape is a
+/// `PREFLIGHT_BAD_INPUT` error that names the argument and the field.
+fn read<T>(
+    value: &JsValue,
+    what: &str,
+    convert: fn(&JsValue) -> Result<T, convert::Bad>,
+) -> Result<T, JsValue> {
+    convert(value).map_err(|e| error("PREFLIGHT_BAD_INPUT", &e.message(what)))
 }
 
 fn setup_error(e: SetupError) -> JsValue {
@@ -310,8 +263,13 @@ fn error(code: &str, message: &str) -> JsValue {
 /// `runnerHooksPermissions()`: the permission table the runner container
 /// hooks need (13 verbs).
 #[wasm_bindgen(js_name = runnerHooksPermissions)]
-pub fn runner_hooks_permissions() -> Result<JsValue, JsValue> {
-    to_js(&crate::permission::runner_hooks_permissions())
+pub fn runner_hooks_permissions() -> JsValue {
+    let table = crate::permission::runner_hooks_permissions();
+    table
+        .iter()
+        .map(convert::permission_spec_out)
+        .collect::<js_sys::Array>()
+        .into()
 }
 
 /// `maxRecordBytes()`: the largest cache file worth reading; the shim reads
@@ -342,28 +300,7 @@ impl WasmSingleFlight {
     /// `{type:'reread'}`, `{type:'wait', untilMs}`, `{type:'lead', budgetMs}`,
     /// `{type:'alone', budgetMs, warning}` or `{type:'useRecord'}`.
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
-        let action = self.flight.poll(time(now_ms)?);
-        let (kind, number, warning) = match action {
-            FlightAction::Acquire => ("acquire", None, None),
-            FlightAction::RemoveStale => ("removeStale", None, None),
-            FlightAction::Reread => ("reread", None, None),
-            FlightAction::UseRecord => ("useRecord", None, None),
-            FlightAction::Wait { until_ms } => ("wait", Some(("untilMs", until_ms)), None),
-            FlightAction::Lead { budget_ms } => ("lead", Some(("budgetMs", budget_ms)), None),
-            FlightAction::Alone { budget_ms, warning } => {
-                ("alone", Some(("budgetMs", budget_ms)), Some(warning))
-            }
-        };
-        let object = Object::new();
-        set(&object, "type", &JsValue::from_str(kind));
-        if let Some((key, value)) = number {
-            set(&object, key, &JsValue::from_f64(value as f64));
-        }
-        if let Some(warning) = warning {
-            let value = warning.map_or(JsValue::NULL, |w| JsValue::from_str(&w));
-            set(&object, "warning", &value);
-        }
-        Ok(object.into())
+        Ok(convert::flight_action(&self.flight.poll(time(now_ms)?)))
     }
 
     /// `onLock(nowMs, attempt)`: `{type:'acquired'}`, `{type:'unavailable'}`
@@ -372,38 +309,7 @@ impl WasmSingleFlight {
     #[wasm_bindgen(js_name = onLock)]
     pub fn on_lock(&mut self, now_ms: f64, attempt: &JsValue) -> Result<(), JsValue> {
         let now = time(now_ms)?;
-        let bad = |what: &str| {
-            error(
-                "PREFLIGHT_BAD_INPUT",
-                &format!("invalid lock attempt: {what} (expected type acquired, unavailable, or held with ageMs and holder)"),
-            )
-        };
-        let field = |key: &str| Reflect::get(attempt, &JsValue::from_str(key)).ok();
-        let kind = field("type")
-            .and_then(|v| v.as_string())
-            .ok_or_else(|| bad("no type"))?;
-        let attempt = match kind.as_str() {
-            "acquired" => LockAttempt::Acquired,
-            "unavailable" => LockAttempt::Unavailable,
-            "held" => {
-                let age = field("ageMs").and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
-                // A clock that stepped back makes a negative age: treat as new.
-                let age_ms = if age.is_finite() {
-                    time(age.max(0.0))?
-                } else {
-                    return Err(bad("ageMs is not a number"));
-                };
-                let holder = match field("holder").and_then(|v| v.as_string()).as_deref() {
-                    Some("alive") => Holder::Alive,
-                    Some("dead") => Holder::Dead,
-                    Some("unknown") => Holder::Unknown,
-                    Some("invalid") => Holder::Invalid,
-                    _ => return Err(bad("holder is not alive, dead, unknown or invalid")),
-                };
-                LockAttempt::Held { age_ms, holder }
-            }
-            other => return Err(bad(&format!("type {}", quoted(other)))),
-        };
+        let attempt = read(attempt, "lock attempt", convert::lock_attempt)?;
         self.flight.on_lock(now, attempt);
         Ok(())
     }
@@ -422,9 +328,4 @@ impl WasmSingleFlight {
         self.flight.on_record(time(now_ms)?, answers);
         Ok(())
     }
-}
-
-fn set(object: &Object, key: &str, value: &JsValue) {
-    // Setting a property on a fresh plain object cannot fail.
-    let _ = Reflect::set(object, &JsValue::from_str(key), value);
 }

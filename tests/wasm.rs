@@ -340,3 +340,269 @@ fn rules_prove_crosses_the_boundary() {
     );
     assert_eq!(rules_prove(status, perms).unwrap(), vec![1, 0]);
 }
+
+/// The exact JSON of a value, key order included (`null` stays `null`; a
+/// missing key would be missing).
+fn stringify(v: &JsValue) -> String {
+    JSON::stringify(v).unwrap().as_string().unwrap()
+}
+
+#[test]
+fn actions_have_the_exact_shape_the_shim_reads() {
+    let env = json(r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"11"}"#);
+    let mut check = WasmPreflight::new(
+        &env,
+        permissions(),
+        "ci",
+        &JsValue::from_str(TOKEN),
+        &JsValue::NULL,
+        T0,
+    )
+    .unwrap();
+    assert_eq!(
+        stringify(&check.poll(T0).unwrap()),
+        r#"{"type":"send","probe":13,"attempt":1,"request":{"kind":"rulesReview","body":{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"ci"}}},"timeoutMs":10000}"#
+    );
+    assert_eq!(
+        stringify(&check.poll(T0).unwrap()),
+        r#"{"type":"wait","untilMs":1792548936000}"#
+    );
+    let incomplete = json(
+        r#"{"type":"rulesReviewed","status":{"resourceRules":[],"incomplete":true,"evaluationError":null}}"#,
+    );
+    let accepted = check.on_result(13, 1, T0 + 10.0, incomplete).unwrap();
+    assert_eq!(accepted.as_string().as_deref(), Some("applied"));
+    assert_eq!(
+        stringify(&check.poll(T0 + 10.0).unwrap()),
+        r#"{"type":"send","probe":0,"attempt":1,"request":{"kind":"accessReview","body":{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"namespace":"ci","group":"","resource":"pods","subresource":"","verb":"create"}}}},"timeoutMs":10000}"#
+    );
+    // A result for an attempt that is not in flight is taken and ignored.
+    let stale = check
+        .on_result(13, 1, T0 + 11.0, json(r#"{"type":"succeeded"}"#))
+        .unwrap();
+    assert_eq!(stale.as_string().as_deref(), Some("stale"));
+
+    let mut call = WasmPreflight::for_call(&env, T0).unwrap();
+    assert_eq!(
+        stringify(&call.poll(T0).unwrap()),
+        r#"{"type":"send","probe":0,"attempt":1,"request":{"kind":"call"},"timeoutMs":10000}"#
+    );
+    call.on_result(
+        0,
+        1,
+        T0 + 5.0,
+        json(r#"{"type":"failed","facts":{"codes":["ECONNRESET"]}}"#),
+    )
+    .unwrap();
+    assert_eq!(
+        stringify(&call.poll(T0 + 5.0).unwrap()),
+        r#"{"type":"warn","message":"The Kubernetes API did not answer a permission check (ECONNRESET); retrying for up to 90 s. This is not a permissions problem."}"#
+    );
+}
+
+#[test]
+fn outcomes_have_every_key_with_null_for_none() {
+    let mut check = new_check(&JsValue::NULL, T0);
+    let run = drive(&mut check, T0, |_, review| {
+        let attrs = get(&get(review, "spec"), "resourceAttributes");
+        Reply::Review(text(&attrs, "verb") != "delete")
+    });
+    assert_eq!(
+        stringify(&run.outcome),
+        r#"{"verdict":"denied","source":null,"missing":[{"verb":"delete","group":"","resource":"pods","subresource":""},{"verb":"delete","group":"","resource":"secrets","subresource":""}],"message":"denied: delete pods, delete secrets in namespace \"ci\"","warnings":[],"record":null,"deleteRecord":true,"lastError":null,"requests":13,"provenByRules":0,"elapsedMs":10}"#
+    );
+    let mut allowed = new_check(&JsValue::NULL, T0);
+    let run = drive(&mut allowed, T0, |_, _| Reply::Review(true));
+    let keys = js_sys::Object::keys(run.outcome.unchecked_ref::<js_sys::Object>());
+    assert_eq!(
+        stringify(&keys),
+        r#"["verdict","source","missing","message","warnings","record","deleteRecord","lastError","requests","provenByRules","elapsedMs"]"#
+    );
+    assert!(get(&run.outcome, "record").is_string());
+    assert!(get(&run.outcome, "lastError").is_null());
+}
+
+#[test]
+fn classes_and_the_permission_table_have_their_exact_shape() {
+    let class = |facts: &str| stringify(&classify(json(facts), T0, &JsValue::UNDEFINED).unwrap());
+    assert_eq!(
+        class(r#"{"status":429}"#),
+        r#"{"kind":"throttled","retryAfterMs":null,"why":"HTTP 429"}"#
+    );
+    assert_eq!(
+        class(r#"{"status":503,"retryAfter":"2"}"#),
+        r#"{"kind":"throttled","retryAfterMs":2000,"why":"HTTP 503"}"#
+    );
+    // Facts exactly as the shim's errorFacts() builds them, nulls included.
+    assert_eq!(
+        class(
+            r#"{"codes":["ECONNREFUSED"],"status":null,"retryAfter":null,"timedOut":false,"name":"TypeError","message":"fetch failed"}"#
+        ),
+        r#"{"kind":"transient","why":"ECONNREFUSED"}"#
+    );
+    // Every field may be missing.
+    assert_eq!(class("{}"), r#"{"kind":"fatal","why":"unknown error"}"#);
+    assert_eq!(
+        stringify(&k8s_auth_preflight::wasm::runner_hooks_permissions()),
+        r#"[{"group":"","resource":"pods","subresource":"","verbs":["get","list","create","delete"]},{"group":"","resource":"pods","subresource":"exec","verbs":["get","create"]},{"group":"","resource":"pods","subresource":"log","verbs":["get","list","watch"]},{"group":"","resource":"secrets","subresource":"","verbs":["get","list","create","delete"]}]"#
+    );
+}
+
+#[test]
+fn missing_optional_fields_take_their_defaults() {
+    // A row with one `verb` and nothing else but its resource.
+    let check = WasmPreflight::new(
+        &env(),
+        json(r#"[{"resource":"pods","verb":"get"},{"resource":"pods","verbs":["list"],"verb":null}]"#),
+        "ci",
+        &JsValue::NULL,
+        &JsValue::NULL,
+        T0,
+    )
+    .unwrap();
+    assert_eq!(check.probe_count(), 2);
+    // `failed` without facts is an unknown, fatal error.
+    let mut check = new_check(&JsValue::NULL, T0);
+    let run = drive(&mut check, T0, |_, _| Reply::Fail("{}"));
+    assert_eq!(text(&run.outcome, "verdict"), "error");
+    // `rulesReviewed` without a status proves nothing: access reviews follow.
+    let mut check = WasmPreflight::new(
+        &json(r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"11"}"#),
+        permissions(),
+        "ci",
+        &JsValue::NULL,
+        &JsValue::NULL,
+        T0,
+    )
+    .unwrap();
+    let run = drive(&mut check, T0, |_, body| {
+        if body.is_null() {
+            Reply::Rules("null")
+        } else {
+            Reply::Review(true)
+        }
+    });
+    assert_eq!(text(&run.outcome, "verdict"), "allowed");
+    assert_eq!(run.sends, 14);
+    assert_eq!(num(&run.outcome, "provenByRules"), 0.0);
+}
+
+#[test]
+fn bad_input_names_the_field_and_never_panics() {
+    fn message(result: Result<impl Sized, JsValue>) -> (String, String) {
+        let err = result.err().expect("an error");
+        assert!(err.is_instance_of::<js_sys::Error>());
+        let message = err.unchecked_ref::<js_sys::Error>().message();
+        (text(&err, "code"), message.into())
+    }
+    let bad = |code: &str, message: &str| (code.to_string(), message.to_string());
+    let no_env = &JsValue::UNDEFINED;
+    assert_eq!(
+        message(classify(json(r#"{"status":"403"}"#), T0, no_env)),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid facts: status: expected a whole number from 0 to 65535, got a string"
+        )
+    );
+    assert_eq!(
+        message(classify(json(r#"{"status":403.5}"#), T0, no_env)),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid facts: status: expected a whole number from 0 to 65535, got 403.5"
+        )
+    );
+    assert_eq!(
+        message(classify(JsValue::NULL, T0, no_env)),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid facts: expected an object, got null"
+        )
+    );
+    assert_eq!(
+        message(WasmPreflight::new(
+            &env(),
+            json(r#"[{"resource":"pods","verbs":["get",1]}]"#),
+            "ci",
+            &JsValue::NULL,
+            &JsValue::NULL,
+            T0,
+        )),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid permissions: [0].verbs[1]: expected a string, got a number"
+        )
+    );
+    assert_eq!(
+        message(WasmPreflight::new(
+            &env(),
+            JsValue::UNDEFINED,
+            "ci",
+            &JsValue::NULL,
+            &JsValue::NULL,
+            T0,
+        )),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid permissions: expected an array, got undefined"
+        )
+    );
+    assert_eq!(
+        message(rules_prove(
+            json(r#"{"resourceRules":[{"verbs":null}]}"#),
+            json("[]")
+        )),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid status: resourceRules[0].verbs: expected an array, got null"
+        )
+    );
+    assert_eq!(
+        message(rules_prove(
+            json("{}"),
+            json(r#"[{"verb":"get","group":"","resource":"pods"}]"#)
+        )),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid permissions: [0].subresource: missing"
+        )
+    );
+    let mut check = new_check(&JsValue::NULL, T0);
+    let _ = check.poll(T0).unwrap();
+    let results = [
+        (
+            r#"{"type":"failed","facts":{"codes":"ECONNREFUSED"}}"#,
+            "invalid result: facts.codes: expected an array, got a string",
+        ),
+        (r#"{"type":"reviewed"}"#, "invalid result: allowed: missing"),
+        (
+            r#"{"type":"reviewed","allowed":"yes"}"#,
+            "invalid result: allowed: expected true or false, got a string",
+        ),
+        (
+            r#"{"type":"rulesReviewed","status":{"resourceRules":[{"resources":[null]}]}}"#,
+            "invalid result: status.resourceRules[0].resources[0]: expected a string, got null",
+        ),
+        (r#"{"allowed":true}"#, "invalid result: type: missing"),
+        (
+            r#"{"type":"Reviewed","allowed":true}"#,
+            r#"invalid result: type: "Reviewed" (expected reviewed, rulesReviewed, succeeded or failed)"#,
+        ),
+    ];
+    for (result, want) in results {
+        assert_eq!(
+            message(check.on_result(0, 1, T0, json(result))),
+            bad("PREFLIGHT_BAD_INPUT", want),
+            "{result}"
+        );
+    }
+    assert_eq!(
+        message(check.poll(f64::NAN)),
+        bad(
+            "PREFLIGHT_BAD_TIME",
+            "nowMs must be a finite, non-negative number of ms, got NaN"
+        )
+    );
+    // After all that, the check still runs to a verdict.
+    let run = drive(&mut check, T0, |_, _| Reply::Review(true));
+    assert_eq!(text(&run.outcome, "verdict"), "allowed");
+}

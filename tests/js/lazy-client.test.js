@@ -28,3 +28,36 @@ test('a fresh cached verdict never makes an API client; a miss makes one', { tim
   assert.equal(await cold.isAuthPermissionsOK(), true);
   assert.equal(made, 1);
 });
+
+test('loading the package does not load node:crypto; writing a record does', { timeout: 20_000 }, () => {
+  // node:crypto costs about 3 ms to load, on every step of a job; only the
+  // step that writes a record needs it (for the temp file's random name).
+  const { spawnSync } = require('node:child_process');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { consumerDir } = require('./support/consumer');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-crypto-'));
+  try {
+    const child = `
+      const { createRequire } = require('node:module');
+      const path = require('node:path');
+      const load = createRequire(${JSON.stringify(path.join(consumerDir, 'package.json'))});
+      const loaded = () => process.moduleLoadList.includes('NativeModule crypto');
+      load('k8s-auth-preflight');
+      const afterLoad = loaded();
+      const main = load.resolve('k8s-auth-preflight');
+      const { writeRecord } = require(path.join(path.dirname(main), 'cache-file.js'));
+      const warning = writeRecord(${JSON.stringify(path.join(dir, 'record.json'))}, '{}');
+      process.stdout.write(JSON.stringify({ afterLoad, afterWrite: loaded(), warning }));
+    `;
+    // A script file, not -e: node -e loads node:crypto itself.
+    const script = path.join(dir, 'child.js');
+    fs.writeFileSync(script, child);
+    const r = spawnSync(process.execPath, [script], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { afterLoad: false, afterWrite: true, warning: null });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

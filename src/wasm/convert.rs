@@ -1,0 +1,567 @@
+//! Hand-written conversions between JS values and the core's types.
+//!
+//! In: plain objects as the shim builds them. A missing (`undefined`) field
+//! takes its default; `null` is "none" only where the Rust field is an
+//! `Option`. Anything of the wrong type is a [`Bad`] that names the field
+//! (`[0].verbs[1]: expected a string, got a number`), never a panic.
+//!
+//! Arrays must be JS arrays (serde-wasm-bindgen also took other iterables,
+//! and iterated a string as its characters).
+//!
+//! Out: fresh plain objects in JSON-compatible form: camelCase keys in
+//! declaration order, `null` for none, plain numbers for times and counts,
+//! and the tagged shapes the shim reads (`{type: 'send', ...}`,
+//! `{kind: 'accessReview', body}`).
+
+use js_sys::{Array, Object, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::classify::{Class, ErrorFacts};
+use crate::permission::{Permission, PermissionSpec};
+use crate::preflight::{
+    Accepted, AccessReview, Action, Outcome, ProbeResult, Request, RulesReview, Source, Verdict,
+};
+use crate::rules::{ResourceRule, RulesStatus};
+use crate::single_flight::{FlightAction, Holder, LockAttempt};
+use crate::text::quoted;
+
+/// An input that does not have the expected shape: where, and what is wrong.
+pub struct Bad {
+    path: String,
+    problem: String,
+}
+
+impl Bad {
+    fn new(problem: String) -> Bad {
+        Bad {
+            path: String::new(),
+            problem,
+        }
+    }
+
+    fn expected(what: &str, got: &JsValue) -> Bad {
+        Bad::new(format!("expected {what}, got {}", kind_of(got)))
+    }
+
+    /// The same problem, one level further out (`key` or `[index]`).
+    fn at(mut self, segment: &str) -> Bad {
+        if !self.path.is_empty() && !self.path.starts_with('[') {
+            self.path.insert(0, '.');
+        }
+        self.path.insert_str(0, segment);
+        self
+    }
+
+    /// `invalid <what>: <path>: <problem>`.
+    pub fn message(&self, what: &str) -> String {
+        if self.path.is_empty() {
+            format!("invalid {what}: {}", self.problem)
+        } else {
+            format!("invalid {what}: {}: {}", self.path, self.problem)
+        }
+    }
+}
+
+type Conv<T> = Result<T, Bad>;
+
+/// What a value is, for messages: `a string`, `null`, `an array`, ...
+/// (JS's `typeof`, with `null` and arrays told apart).
+fn kind_of(v: &JsValue) -> String {
+    if v.is_null() {
+        return "null".into();
+    }
+    if Array::is_array(v) {
+        return "an array".into();
+    }
+    let name = v.js_typeof().as_string().unwrap_or_default();
+    match name.as_str() {
+        "undefined" => name,
+        "object" => "an object".into(),
+        _ => format!("a {name}"),
+    }
+}
+
+/// JS's own spelling of a number (`NaN`, `-1`, `Infinity`): Rust's float
+/// formatting would add about 15 KB of `.wasm` for one message.
+pub fn js_number(n: f64) -> String {
+    js_sys::Number::from(n)
+        .to_string_with_radix(10)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_default()
+}
+
+// ---- reading ---------------------------------------------------------------
+//
+// Plain functions per type rather than generic helpers taking closures:
+// every closure type would be another copy of the helper in the `.wasm`.
+
+/// The fields of one JS object, read by name.
+struct Fields<'a>(&'a Object);
+
+impl<'a> Fields<'a> {
+    fn of(v: &'a JsValue) -> Conv<Fields<'a>> {
+        if v.is_object() {
+            Ok(Fields(v.unchecked_ref()))
+        } else {
+            Err(Bad::expected("an object", v))
+        }
+    }
+
+    /// The field's value; `None` when it is missing (`undefined`).
+    fn get(&self, key: &str) -> Conv<Option<JsValue>> {
+        // A getter that throws (a hostile Proxy) is bad input, not a crash.
+        let v = Reflect::get(self.0, &JsValue::from_str(key))
+            .map_err(|_| Bad::new("could not be read".into()).at(key))?;
+        Ok(if v.is_undefined() { None } else { Some(v) })
+    }
+
+    /// Like [`Fields::get`], with `null` also `None` (for `Option` fields).
+    fn get_some(&self, key: &str) -> Conv<Option<JsValue>> {
+        Ok(self.get(key)?.filter(|v| !v.is_null()))
+    }
+
+    /// A string that must be there.
+    fn required_string(&self, key: &str) -> Conv<String> {
+        match self.get(key)? {
+            Some(v) => string(&v).map_err(|e| e.at(key)),
+            None => Err(Bad::new("missing".into()).at(key)),
+        }
+    }
+
+    /// A string; missing is `""`.
+    fn string(&self, key: &str) -> Conv<String> {
+        match self.get(key)? {
+            Some(v) => string(&v).map_err(|e| e.at(key)),
+            None => Ok(String::new()),
+        }
+    }
+
+    /// A string; missing or `null` is `None`.
+    fn optional_string(&self, key: &str) -> Conv<Option<String>> {
+        match self.get_some(key)? {
+            Some(v) => string(&v).map(Some).map_err(|e| e.at(key)),
+            None => Ok(None),
+        }
+    }
+
+    /// An array of strings; missing is empty.
+    fn strings(&self, key: &str) -> Conv<Vec<String>> {
+        match self.get(key)? {
+            Some(v) => list(&v, string).map_err(|e| e.at(key)),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// A boolean that must be there.
+    fn required_flag(&self, key: &str) -> Conv<bool> {
+        match self.get(key)? {
+            Some(v) => boolean(&v).map_err(|e| e.at(key)),
+            None => Err(Bad::new("missing".into()).at(key)),
+        }
+    }
+
+    /// A boolean; missing is `false`.
+    fn flag(&self, key: &str) -> Conv<bool> {
+        match self.get(key)? {
+            Some(v) => boolean(&v).map_err(|e| e.at(key)),
+            None => Ok(false),
+        }
+    }
+}
+
+fn string(v: &JsValue) -> Conv<String> {
+    v.as_string().ok_or_else(|| Bad::expected("a string", v))
+}
+
+fn boolean(v: &JsValue) -> Conv<bool> {
+    v.as_bool().ok_or_else(|| Bad::expected("true or false", v))
+}
+
+fn http_status(v: &JsValue) -> Conv<u16> {
+    let expected = "a whole number from 0 to 65535";
+    let n = v.as_f64().ok_or_else(|| Bad::expected(expected, v))?;
+    if (0.0..=65535.0).contains(&n) && n == f64::from(n as u16) {
+        Ok(n as u16)
+    } else {
+        Err(Bad::new(format!(
+            "expected {expected}, got {}",
+            js_number(n)
+        )))
+    }
+}
+
+/// A JS array, item by item.
+fn list<T>(v: &JsValue, read: fn(&JsValue) -> Conv<T>) -> Conv<Vec<T>> {
+    let array = v
+        .dyn_ref::<Array>()
+        .ok_or_else(|| Bad::expected("an array", v))?;
+    let mut items = Vec::with_capacity(array.length() as usize);
+    for i in 0..array.length() {
+        match read(&array.get(i)) {
+            Ok(item) => items.push(item),
+            Err(e) => return Err(e.at(&format!("[{i}]"))),
+        }
+    }
+    Ok(items)
+}
+
+/// The permission table: an array of rows.
+pub fn permission_specs(v: &JsValue) -> Conv<Vec<PermissionSpec>> {
+    list(v, permission_spec)
+}
+
+/// Flattened permissions: an array of them.
+pub fn permissions(v: &JsValue) -> Conv<Vec<Permission>> {
+    list(v, permission)
+}
+
+/// A row of the permission table: `{group?, resource?, subresource?, verbs?, verb?}`.
+fn permission_spec(v: &JsValue) -> Conv<PermissionSpec> {
+    let f = Fields::of(v)?;
+    Ok(PermissionSpec {
+        group: f.string("group")?,
+        resource: f.string("resource")?,
+        subresource: f.string("subresource")?,
+        verbs: f.strings("verbs")?,
+        verb: f.optional_string("verb")?,
+    })
+}
+
+/// One flattened permission: `{verb, group, resource, subresource}`, all required.
+fn permission(v: &JsValue) -> Conv<Permission> {
+    let f = Fields::of(v)?;
+    Ok(Permission {
+        verb: f.required_string("verb")?,
+        group: f.required_string("group")?,
+        resource: f.required_string("resource")?,
+        subresource: f.required_string("subresource")?,
+    })
+}
+
+/// What the shim saw about a failure (see `js-shim/facts.js`).
+pub fn error_facts(v: &JsValue) -> Conv<ErrorFacts> {
+    let f = Fields::of(v)?;
+    let status = match f.get_some("status")? {
+        Some(v) => Some(http_status(&v).map_err(|e| e.at("status"))?),
+        None => None,
+    };
+    Ok(ErrorFacts {
+        codes: f.strings("codes")?,
+        status,
+        retry_after: f.optional_string("retryAfter")?,
+        timed_out: f.flag("timedOut")?,
+        name: f.optional_string("name")?,
+        message: f.string("message")?,
+    })
+}
+
+/// The `status` of a SelfSubjectRulesReview.
+pub fn rules_status(v: &JsValue) -> Conv<RulesStatus> {
+    let f = Fields::of(v)?;
+    let resource_rules = match f.get("resourceRules")? {
+        Some(v) => list(&v, resource_rule).map_err(|e| e.at("resourceRules"))?,
+        None => Vec::new(),
+    };
+    Ok(RulesStatus {
+        resource_rules,
+        incomplete: f.flag("incomplete")?,
+        evaluation_error: f.optional_string("evaluationError")?,
+    })
+}
+
+fn resource_rule(v: &JsValue) -> Conv<ResourceRule> {
+    let f = Fields::of(v)?;
+    Ok(ResourceRule {
+        verbs: f.strings("verbs")?,
+        api_groups: f.strings("apiGroups")?,
+        resources: f.strings("resources")?,
+        resource_names: f.strings("resourceNames")?,
+    })
+}
+
+/// A request's result, by its `type`: `{type: 'reviewed', allowed, reason?}`,
+/// `{type: 'rulesReviewed', status?}`, `{type: 'succeeded'}` or
+/// `{type: 'failed', facts?}`. Only the fields of that type are read.
+pub fn probe_result(v: &JsValue) -> Conv<ProbeResult> {
+    let f = Fields::of(v)?;
+    let kind = f.required_string("type")?;
+    match kind.as_str() {
+        "reviewed" => Ok(ProbeResult::Reviewed {
+            allowed: f.required_flag("allowed")?,
+            reason: f.optional_string("reason")?,
+        }),
+        "rulesReviewed" => Ok(ProbeResult::RulesReviewed {
+            status: match f.get_some("status")? {
+                Some(v) => rules_status(&v).map_err(|e| e.at("status"))?,
+                None => RulesStatus::default(),
+            },
+        }),
+        "succeeded" => Ok(ProbeResult::Succeeded),
+        "failed" => Ok(ProbeResult::Failed {
+            facts: match f.get_some("facts")? {
+                Some(v) => error_facts(&v).map_err(|e| e.at("facts"))?,
+                None => ErrorFacts::default(),
+            },
+        }),
+        other => Err(Bad::new(format!(
+            "{} (expected reviewed, rulesReviewed, succeeded or failed)",
+            quoted(other)
+        ))
+        .at("type")),
+    }
+}
+
+/// `{type: 'acquired'}`, `{type: 'unavailable'}`, or `{type: 'held', ageMs,
+/// holder}` with holder `alive`, `dead`, `unknown` or `invalid`. A negative
+/// age (a clock stepped back) reads as 0.
+pub fn lock_attempt(v: &JsValue) -> Conv<LockAttempt> {
+    let fields = Fields::of(v)?;
+    let kind = fields.required_string("type")?;
+    match kind.as_str() {
+        "acquired" => Ok(LockAttempt::Acquired),
+        "unavailable" => Ok(LockAttempt::Unavailable),
+        "held" => {
+            let age = match fields.get("ageMs")? {
+                Some(a) => a
+                    .as_f64()
+                    .filter(|n| n.is_finite())
+                    .ok_or_else(|| Bad::expected("a finite number of ms", &a).at("ageMs"))?,
+                None => return Err(Bad::new("missing".into()).at("ageMs")),
+            };
+            let holder = match fields.required_string("holder")?.as_str() {
+                "alive" => Holder::Alive,
+                "dead" => Holder::Dead,
+                "unknown" => Holder::Unknown,
+                "invalid" => Holder::Invalid,
+                other => {
+                    return Err(Bad::new(format!(
+                        "expected alive, dead, unknown or invalid, got {}",
+                        quoted(other)
+                    ))
+                    .at("holder"))
+                }
+            };
+            Ok(LockAttempt::Held {
+                // `as` saturates: a huge age is just very old.
+                age_ms: age.max(0.0) as u64,
+                holder,
+            })
+        }
+        other => Err(Bad::new(format!(
+            "expected acquired, unavailable or held, got {}",
+            quoted(other)
+        ))
+        .at("type")),
+    }
+}
+
+// ---- writing ---------------------------------------------------------------
+
+/// A fresh plain object with these entries, in this order.
+fn object(entries: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (key, value) in entries {
+        // Defining a property on a fresh plain object cannot fail.
+        let _ = Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
+}
+
+fn text(s: &str) -> JsValue {
+    JsValue::from_str(s)
+}
+
+/// A time or count as a plain JS number.
+fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+fn text_or_null(s: Option<&str>) -> JsValue {
+    s.map_or(JsValue::NULL, text)
+}
+
+fn texts(items: &[String]) -> JsValue {
+    let array = Array::new();
+    for s in items {
+        array.push(&text(s));
+    }
+    array.into()
+}
+
+/// `{type: 'send', probe, attempt, request, timeoutMs}`, `{type: 'warn',
+/// message}`, `{type: 'wait', untilMs}` or `{type: 'done', outcome}`.
+pub fn action(a: &Action) -> JsValue {
+    match a {
+        Action::Send {
+            probe,
+            attempt,
+            request: r,
+            timeout_ms,
+        } => object(&[
+            ("type", text("send")),
+            ("probe", number(*probe as u64)),
+            ("attempt", number(u64::from(*attempt))),
+            ("request", request(r)),
+            ("timeoutMs", number(*timeout_ms)),
+        ]),
+        Action::Warn { message } => object(&[("type", text("warn")), ("message", text(message))]),
+        Action::Wait { until_ms } => {
+            object(&[("type", text("wait")), ("untilMs", number(*until_ms))])
+        }
+        Action::Done { outcome: o } => object(&[("type", text("done")), ("outcome", outcome(o))]),
+    }
+}
+
+/// `{kind: 'accessReview' | 'rulesReview', body}` or `{kind: 'call'}`.
+fn request(r: &Request) -> JsValue {
+    match r {
+        Request::AccessReview(body) => object(&[
+            ("kind", text("accessReview")),
+            ("body", access_review(body)),
+        ]),
+        Request::RulesReview(body) => {
+            object(&[("kind", text("rulesReview")), ("body", rules_review(body))])
+        }
+        Request::Call => object(&[("kind", text("call"))]),
+    }
+}
+
+/// A SelfSubjectAccessReview exactly as the Kubernetes API takes it.
+fn access_review(r: &AccessReview) -> JsValue {
+    let a = &r.spec.resource_attributes;
+    let attributes = object(&[
+        ("namespace", text(&a.namespace)),
+        ("group", text(&a.group)),
+        ("resource", text(&a.resource)),
+        ("subresource", text(&a.subresource)),
+        ("verb", text(&a.verb)),
+    ]);
+    object(&[
+        ("apiVersion", text(&r.api_version)),
+        ("kind", text(&r.kind)),
+        ("spec", object(&[("resourceAttributes", attributes)])),
+    ])
+}
+
+/// A SelfSubjectRulesReview exactly as the Kubernetes API takes it.
+fn rules_review(r: &RulesReview) -> JsValue {
+    object(&[
+        ("apiVersion", text(&r.api_version)),
+        ("kind", text(&r.kind)),
+        ("spec", object(&[("namespace", text(&r.spec.namespace))])),
+    ])
+}
+
+/// The outcome of a check; every key always present.
+pub fn outcome(o: &Outcome) -> JsValue {
+    object(&[
+        ("verdict", text(verdict_name(o.verdict))),
+        (
+            "source",
+            o.source.map_or(JsValue::NULL, |s| text(source_name(s))),
+        ),
+        ("missing", permissions_out(&o.missing)),
+        ("message", text(&o.message)),
+        ("warnings", texts(&o.warnings)),
+        ("record", text_or_null(o.record.as_deref())),
+        ("deleteRecord", JsValue::from_bool(o.delete_record)),
+        ("lastError", text_or_null(o.last_error.as_deref())),
+        ("requests", number(u64::from(o.requests))),
+        ("provenByRules", number(u64::from(o.proven_by_rules))),
+        ("elapsedMs", number(o.elapsed_ms)),
+    ])
+}
+
+fn verdict_name(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allowed => "allowed",
+        Verdict::Denied => "denied",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::Error => "error",
+    }
+}
+
+fn source_name(s: Source) -> &'static str {
+    match s {
+        Source::Reviews => "reviews",
+        Source::Cache => "cache",
+        Source::GraceCache => "graceCache",
+    }
+}
+
+/// `[{verb, group, resource, subresource}, ...]`.
+fn permissions_out(list: &[Permission]) -> JsValue {
+    let array = Array::new();
+    for p in list {
+        array.push(&object(&[
+            ("verb", text(&p.verb)),
+            ("group", text(&p.group)),
+            ("resource", text(&p.resource)),
+            ("subresource", text(&p.subresource)),
+        ]));
+    }
+    array.into()
+}
+
+/// `{group, resource, subresource, verbs}`, plus `verb` when set.
+pub fn permission_spec_out(p: &PermissionSpec) -> JsValue {
+    let mut entries = vec![
+        ("group", text(&p.group)),
+        ("resource", text(&p.resource)),
+        ("subresource", text(&p.subresource)),
+        ("verbs", texts(&p.verbs)),
+    ];
+    if let Some(verb) = &p.verb {
+        entries.push(("verb", text(verb)));
+    }
+    object(&entries)
+}
+
+/// `'applied'` or `'stale'`.
+pub fn accepted(a: Accepted) -> JsValue {
+    text(match a {
+        Accepted::Applied => "applied",
+        Accepted::Stale => "stale",
+    })
+}
+
+/// `{kind: 'transient' | 'fatal', why}` or
+/// `{kind: 'throttled', retryAfterMs (null: use the backoff), why}`.
+pub fn class(c: &Class) -> JsValue {
+    match c {
+        Class::Transient { why } => object(&[("kind", text("transient")), ("why", text(why))]),
+        Class::Throttled {
+            retry_after_ms,
+            why,
+        } => object(&[
+            ("kind", text("throttled")),
+            ("retryAfterMs", retry_after_ms.map_or(JsValue::NULL, number)),
+            ("why", text(why)),
+        ]),
+        Class::Fatal { why } => object(&[("kind", text("fatal")), ("why", text(why))]),
+    }
+}
+
+/// `{type: 'acquire' | 'removeStale' | 'reread' | 'useRecord'}`,
+/// `{type: 'wait', untilMs}`, `{type: 'lead', budgetMs}` or
+/// `{type: 'alone', budgetMs, warning (null: none)}`.
+pub fn flight_action(a: &FlightAction) -> JsValue {
+    match a {
+        FlightAction::Acquire => object(&[("type", text("acquire"))]),
+        FlightAction::RemoveStale => object(&[("type", text("removeStale"))]),
+        FlightAction::Reread => object(&[("type", text("reread"))]),
+        FlightAction::UseRecord => object(&[("type", text("useRecord"))]),
+        FlightAction::Wait { until_ms } => {
+            object(&[("type", text("wait")), ("untilMs", number(*until_ms))])
+        }
+        FlightAction::Lead { budget_ms } => {
+            object(&[("type", text("lead")), ("budgetMs", number(*budget_ms))])
+        }
+        FlightAction::Alone { budget_ms, warning } => object(&[
+            ("type", text("alone")),
+            ("budgetMs", number(*budget_ms)),
+            ("warning", text_or_null(warning.as_deref())),
+        ]),
+    }
+}
