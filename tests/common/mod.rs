@@ -113,7 +113,7 @@ pub fn drive(
     let mut applied = Vec::new();
     // (arrives_at, probe, attempt, result)
     let mut pending: Vec<(u64, usize, u32, ProbeResult)> = Vec::new();
-    // When each request was sent: (probe, attempt) -> at.
+    // When each request was sent and times out: (probe, attempt) -> (at, timeout_at).
     let mut sent_at = std::collections::HashMap::new();
     for _step in 0..100_000 {
         match check.poll(now) {
@@ -123,14 +123,16 @@ pub fn drive(
                 request,
                 timeout_ms,
             } => {
-                // Out: sent, and its answer (or the shim's timeout) still to
-                // come after now.
+                // Out: sent, its answer still to come after now, and not
+                // yet past its timeout (when the machine gives up on it).
                 let others: Vec<u64> = pending
                     .iter()
                     .filter(|p| p.1 == probe && p.0 > now)
                     .map(|p| sent_at[&(p.1, p.2)])
+                    .filter(|&(_, timeout_at)| timeout_at > now)
+                    .map(|(at, _)| at)
                     .collect();
-                sent_at.insert((probe, attempt), now);
+                sent_at.insert((probe, attempt), (now, now + timeout_ms));
                 let s = Sent {
                     at: now,
                     probe,
