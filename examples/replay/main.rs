@@ -13,7 +13,8 @@
 //! `--sweep` also prints, per policy, the longest stall (5-180 s) survived
 //! with zero failed steps. `--write` saves the output under bench/results/
 //! (replay.md, replay-hang.md, replay-hang-share.md, or
-//! replay-variants.md).
+//! replay-variants.md), keeping whatever follows the line
+//! `<!-- written by hand below; --write keeps it -->` in the old file.
 //!
 //! The stall refuses every connection, or with `--hang` hangs every request;
 //! `--hang-share F` sends a share F of the requests (dealt round-robin) to a
@@ -66,6 +67,9 @@ fn policies(scenario: &Scenario) -> Vec<Policy> {
         Policy::ours_with_quota_without_rules_review(SUGGESTED_TOKENS),
     ]
 }
+
+/// Where a results file's hand-written part begins; `--write` keeps it.
+const KEPT_MARK: &str = "<!-- written by hand below; --write keeps it -->";
 
 /// The policies `--variants` compares (keys).
 const VARIANTS: &[&str] = &[
@@ -344,6 +348,15 @@ fn main() {
             .join(name);
         std::fs::create_dir_all(path.parent().unwrap_or(&path))
             .unwrap_or_else(|e| die(&e.to_string()));
+        // A hand-written section after the tables (what was decided from
+        // them) survives a re-run.
+        let kept = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|old| old.find(KEPT_MARK).map(|at| old[at..].to_string()));
+        if let Some(kept) = kept {
+            out.push('\n');
+            out.push_str(&kept);
+        }
         std::fs::write(&path, &out).unwrap_or_else(|e| die(&e.to_string()));
         eprintln!("wrote {}", path.display());
     }
@@ -444,28 +457,34 @@ fn section(
         "\nThe checks that asked the API (the others were answered by the job's cache):\n"
     );
     out.push_str(&asking_table(&reports));
-    let notes: Vec<String> = policies
-        .iter()
-        .filter_map(|p| {
-            let s = &p.settings;
-            match (s.hedge_after, s.retry_quota) {
-                (Some(after), _) => Some(format!(
-                    "{}: a hedge after {} ms{}",
-                    p.name,
-                    after.as_millis(),
-                    if after == healthy_p95(scenario.latency) {
-                        " (the healthy p95: about 5 % of healthy requests are still unanswered then)"
-                    } else {
-                        ""
-                    }
-                )),
-                (None, Some(tokens)) => Some(format!(
-                    "{}: a retry quota of {tokens} tokens per check (a retry takes 5, after a timeout 10; an answer gives 1 back, a retry's answer what it took)",
-                    p.name
-                )),
-                (None, None) => None,
-            }
-        })
+    // What each variant's settings are; policies with the same settings
+    // share one note.
+    let mut notes: Vec<(String, Vec<&str>)> = Vec::new();
+    for p in policies {
+        let s = &p.settings;
+        let text = match (s.hedge_after, s.retry_quota) {
+            (Some(after), _) => format!(
+                "a hedge after {} ms{}",
+                after.as_millis(),
+                if after == healthy_p95(scenario.latency) {
+                    " (the healthy p95: about 5 % of healthy requests are still unanswered then)"
+                } else {
+                    ""
+                }
+            ),
+            (None, Some(tokens)) => format!(
+                "a retry quota of {tokens} tokens per check (a retry takes 5, after a timeout 10; an answer gives 1 back, a retry's answer what it took)"
+            ),
+            (None, None) => continue,
+        };
+        match notes.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, names)) => names.push(&p.name),
+            None => notes.push((text, vec![&p.name])),
+        }
+    }
+    let notes: Vec<String> = notes
+        .into_iter()
+        .map(|(text, names)| format!("{}: {text}", names.join(" and ")))
         .collect();
     if !notes.is_empty() {
         let _ = writeln!(out, "\n{}.", notes.join("; "));
