@@ -2,8 +2,10 @@
 //!
 //! The policy of the Kubernetes runner hooks' permission preflight, without
 //! I/O: which errors are worth a retry ([`classify`]), how long to wait
-//! ([`schedule`]), whether a cached verdict may be used ([`cache`]), and the
-//! three-way outcome state machine that ties them together ([`preflight`]).
+//! ([`schedule`]), whether a cached verdict may be used ([`cache`]), two
+//! opt-in variants (a second copy of a slow request, [`hedge`]; a per-check
+//! retry budget, [`retry_quota`]), and the three-way outcome state machine
+//! that ties them together ([`preflight`]).
 //! The JavaScript shim in `js-shim/` does the HTTP and file work and drives
 //! the machine through the WebAssembly boundary in [`wasm`].
 //!

@@ -85,7 +85,9 @@ pub enum Action {
     Send {
         /// Which probe.
         probe: usize,
-        /// Which attempt of that probe, from 1.
+        /// Which request of that probe, from 1: its attempt number, or for
+        /// a hedge ([`crate::hedge`]) a number of its own. Report the
+        /// result under it.
         attempt: u32,
         /// What to send.
         request: Request,
@@ -946,6 +948,18 @@ impl Preflight {
         Some(outcome)
     }
 
+    /// Why the retries stopped early, for the inconclusive message; empty
+    /// unless the retry quota stopped them.
+    fn quota_note(&self) -> String {
+        match &self.quota {
+            Some(quota) if self.quota_spent => format!(
+                "; retries stopped before the deadline: this check's retry quota of {} tokens was spent",
+                quota.capacity()
+            ),
+            _ => String::new(),
+        }
+    }
+
     fn finish(&mut self, verdict: Verdict, source: Option<Source>, now: u64) -> Outcome {
         let elapsed_ms = now.saturating_sub(self.started_ms);
         let tried = seconds(elapsed_ms);
@@ -1048,20 +1062,6 @@ impl Preflight {
                 .filter(|run| run.state == State::Proven)
                 .count() as u32,
             elapsed_ms,
-        }
-    }
-}
-
-impl Preflight {
-    /// Why the retries stopped early, for the inconclusive message; empty
-    /// unless the retry quota stopped them.
-    fn quota_note(&self) -> String {
-        match &self.quota {
-            Some(quota) if self.quota_spent => format!(
-                "; retries stopped before the deadline: this check's retry quota of {} tokens was spent",
-                quota.capacity()
-            ),
-            _ => String::new(),
         }
     }
 }
