@@ -19,7 +19,8 @@ use crate::text::{parse_decimal, quoted, whole_number};
 /// The backoff of [`Backoff::new`] (1 s doubling to 8 s, equal jitter, at
 /// most 20 attempts, 90 s deadline), 10 s per request, `Retry-After` honoured
 /// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), the
-/// rules-review fast path on, OS randomness (no seed).
+/// rules-review fast path on, no hedged requests, no retry quota, OS
+/// randomness (no seed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Backoff, jitter, attempt limit and deadline of every review.
@@ -38,6 +39,12 @@ pub struct Settings {
     pub single_flight: bool,
     /// Cache TTL, grace and skew.
     pub cache: CachePolicy,
+    /// Send a second copy of a review that has had no answer for this long
+    /// ([`crate::hedge`]); `None`: never.
+    pub hedge_after: Option<Duration>,
+    /// The size of the check's retry token bucket
+    /// ([`crate::retry_quota`]); `None`: no quota.
+    pub retry_quota: Option<u32>,
     /// Seed for jitter (reproducible runs); `None` draws from the OS.
     pub seed: Option<u64>,
 }
@@ -59,6 +66,8 @@ impl Settings {
             rules_review: true,
             single_flight: true,
             cache: CachePolicy::new(),
+            hedge_after: None,
+            retry_quota: None,
             seed: None,
         }
     }
@@ -161,6 +170,26 @@ pub const VARIABLES: &[Variable] = &[
         kind: Kind::Millis {
             min: 0,
             max: 300_000,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS",
+        accepts: "a whole number of ms from 0 to 300000 (0: off)",
+        default: "0",
+        meaning: "send a second copy of a review that has had no answer for this long; the first answer wins",
+        kind: Kind::Millis {
+            min: 0,
+            max: 300_000,
+        },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA",
+        accepts: "a whole number of tokens from 0 to 100000 (0: off)",
+        default: "0",
+        meaning: "the size of each check's retry token bucket: a retry takes 5 tokens (10 after a timeout), an answer gives 1 back (a retry's answer, what it took); when a retry cannot be paid for, the check is inconclusive",
+        kind: Kind::Count {
+            min: 0,
+            max: 100_000,
         },
     },
     Variable {
@@ -337,6 +366,10 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
     match variable.kind {
         Kind::Millis { min, max } => {
             let ms = Duration::from_millis(number(value, min, max)?);
+            if variable.name == "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS" {
+                settings.hedge_after = Some(ms).filter(|d| !d.is_zero());
+                return Ok(());
+            }
             let target = match variable.name {
                 "ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS" => &mut settings.backoff.deadline,
                 "ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS" => &mut settings.backoff.base,
@@ -349,7 +382,13 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
             *target = ms;
         }
         Kind::Count { min, max } => {
-            settings.backoff.max_attempts = number(value, min, max)? as u32;
+            let n = number(value, min, max)? as u32;
+            match variable.name {
+                "ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA" => {
+                    settings.retry_quota = Some(n).filter(|&n| n > 0)
+                }
+                _ => settings.backoff.max_attempts = n,
+            }
         }
         Kind::Factor => {
             let factor = match parse_decimal(value) {
@@ -429,6 +468,8 @@ mod tests {
         assert!(s.rules_review);
         assert!(s.single_flight);
         assert_eq!(s.cache, CachePolicy::new());
+        assert_eq!(s.hedge_after, None);
+        assert_eq!(s.retry_quota, None);
         assert_eq!(s.seed, None);
         // The table's default texts agree with the values.
         let (from_table, errors) = Settings::from_env(
@@ -452,6 +493,8 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_JITTER", "Equal"),
             ("ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS", "500"),
             ("ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS", "0"),
+            ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "150"),
+            ("ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA", "100"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE", "off"),
             ("ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW", "no"),
             ("ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT", "false"),
@@ -470,6 +513,8 @@ mod tests {
         assert_eq!(s.backoff.jitter, Jitter::Equal);
         assert_eq!(s.request_timeout, ms(500));
         assert_eq!(s.max_retry_after, ms(0));
+        assert_eq!(s.hedge_after, Some(ms(150)));
+        assert_eq!(s.retry_quota, Some(100));
         assert!(!s.cache_enabled);
         assert!(!s.rules_review);
         assert!(!s.single_flight);
@@ -528,6 +573,33 @@ mod tests {
         assert_eq!(e[0].problem, Problem::UnknownName);
         let (_, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR", "inf")]);
         assert_eq!(e[0].problem, Problem::NotANumber);
+    }
+
+    #[test]
+    fn hedging_and_the_retry_quota_are_off_at_zero_and_refuse_garbage() {
+        let (s, e) = env(&[
+            ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "0"),
+            ("ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA", "0"),
+        ]);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!((s.hedge_after, s.retry_quota), (None, None));
+        let (s, e) = env(&[
+            ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "300001"),
+            ("ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA", "lots"),
+        ]);
+        assert_eq!(s, Settings::default());
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].variable, "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS");
+        assert_eq!(e[0].problem, Problem::OutOfRange);
+        assert_eq!(e[1].variable, "ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA");
+        assert_eq!(e[1].problem, Problem::NotANumber);
+        assert_eq!(
+            e[0].to_string(),
+            "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS=\"300001\" ignored: out of range; accepted: a whole number of ms from 0 to 300000 (0: off); using the default 0"
+        );
+        let (s, e) = env(&[("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", " 25 ")]);
+        assert!(e.is_empty());
+        assert_eq!(s.hedge_after, Some(Duration::from_millis(25)));
     }
 
     #[test]

@@ -44,6 +44,16 @@
 //! Once a probe is denied, exhausted or fatal, no new attempt starts; the
 //! requests in flight are awaited (each is bounded by its timeout), so a
 //! denial that is on its way is not lost.
+//!
+//! Two variants, off by default (the incident replay did not earn them a
+//! place, see the README):
+//! - hedging (`hedge_after`, [`crate::hedge`]): a review unanswered after
+//!   the delay is sent once more, under a request number of its own; the
+//!   first answer wins and the other is `Stale`; a failure of one copy
+//!   waits for the other. Hedges count as requests, not as attempts.
+//! - a retry quota (`retry_quota`, [`crate::retry_quota`]): a token bucket
+//!   per check; a retry (or hedge) the bucket cannot pay for is not made,
+//!   and the check ends as inconclusive (never denied) saying why.
 
 use std::time::Duration;
 
@@ -52,9 +62,11 @@ use thiserror::Error;
 use crate::cache::{self, CacheKey, CacheState};
 use crate::classify::{classify, Class, ErrorFacts};
 use crate::config::{SettingError, Settings};
+use crate::hedge::{AfterFailure, Attempt};
 use crate::identity::Identity;
 use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
+use crate::retry_quota::{self, RetryQuota};
 use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
 use crate::text::{self, quoted, seconds};
@@ -69,7 +81,9 @@ pub enum Action {
     Send {
         /// Which probe.
         probe: usize,
-        /// Which attempt of that probe, from 1.
+        /// Which request of that probe, from 1: its attempt number, or for
+        /// a hedge ([`crate::hedge`]) a number of its own. Report the
+        /// result under it.
         attempt: u32,
         /// What to send.
         request: Request,
@@ -310,11 +324,8 @@ enum State {
     Due {
         at_ms: u64,
     },
-    /// An attempt is in flight; it is abandoned at `timeout_at_ms`.
-    InFlight {
-        attempt: u32,
-        timeout_at_ms: u64,
-    },
+    /// An attempt is in flight: its request, and its hedge if one was sent.
+    InFlight(Attempt),
     /// Waiting for the rules review to say whether this is needed.
     Blocked,
     Allowed,
@@ -333,7 +344,11 @@ struct ProbeRun {
     probe: Probe,
     schedule: Schedule,
     state: State,
+    /// Requests sent for this probe: the last request number given out
+    /// (hedges have their own).
     attempt: u32,
+    /// Retry-quota tokens the next attempt took when it was scheduled.
+    tokens_for_next: u32,
 }
 
 /// One preflight check (or one generic call). See the module docs.
@@ -358,6 +373,12 @@ pub struct Preflight {
     warned_unreachable: bool,
     /// Error answers (an HTTP status) to the rules review so far.
     rules_refusals: u32,
+    /// The check's retry token bucket, when the quota is on.
+    quota: Option<RetryQuota>,
+    /// A retry was refused because the bucket could not pay for it.
+    quota_spent: bool,
+    /// Hedged requests sent (counted in `requests` too).
+    hedges: u32,
     outcome: Option<Outcome>,
 }
 
@@ -499,8 +520,10 @@ impl Preflight {
                 schedule: Schedule::new(settings.backoff),
                 state: State::Due { at_ms: now_ms },
                 attempt: 0,
+                tokens_for_next: 0,
             })
             .collect();
+        let quota = settings.retry_quota.map(RetryQuota::new);
         Preflight {
             settings,
             namespace: namespace.to_string(),
@@ -518,6 +541,9 @@ impl Preflight {
             warnings: Vec::new(),
             warned_unreachable: false,
             rules_refusals: 0,
+            quota,
+            quota_spent: false,
+            hedges: 0,
             outcome: None,
         }
     }
@@ -530,6 +556,17 @@ impl Preflight {
     /// The cache's state as judged when the check started.
     pub fn cache_state(&self) -> &CacheState {
         &self.cache
+    }
+
+    /// Hedged requests sent so far (they are counted in the outcome's
+    /// `requests` too).
+    pub fn hedges(&self) -> u32 {
+        self.hedges
+    }
+
+    /// The retry quota's bucket, when the quota is on.
+    pub fn retry_quota(&self) -> Option<&RetryQuota> {
+        self.quota.as_ref()
     }
 
     /// The cache file name for this check's key, if caching is on.
@@ -600,12 +637,25 @@ impl Preflight {
             .probes
             .get(probe)
             .ok_or(ResultError::UnknownProbe(probe))?;
-        let current = matches!(run.state, State::InFlight { attempt: a, .. } if a == attempt);
+        let current = matches!(&run.state, State::InFlight(a) if a.holds(attempt));
         if !current || self.outcome.is_some() {
             return Ok(Accepted::Stale);
         }
+        let answered = match (&run.probe, &result) {
+            (_, ProbeResult::Failed { .. }) => false,
+            (Probe::Call, ProbeResult::Succeeded)
+            | (Probe::Access(_), ProbeResult::Reviewed { .. })
+            | (Probe::Rules, ProbeResult::RulesReviewed { .. }) => true,
+            _ => return Err(ResultError::WrongResultKind(probe)),
+        };
+        if answered {
+            // The first answer wins; the other copy's, if any, is stale.
+            if let (Some(quota), State::InFlight(a)) = (&mut self.quota, &run.state) {
+                quota.on_answer(a.tokens_taken);
+            }
+        }
         match (&run.probe, result) {
-            (_, ProbeResult::Failed { facts }) => self.on_failure(probe, &facts, now),
+            (_, ProbeResult::Failed { facts }) => self.copy_failed(probe, attempt, facts, now),
             (Probe::Call, ProbeResult::Succeeded) => self.probes[probe].state = State::Allowed,
             (Probe::Access(_), ProbeResult::Reviewed { allowed: true, .. }) => {
                 self.probes[probe].state = State::Allowed
@@ -656,6 +706,37 @@ impl Preflight {
         }
     }
 
+    /// Request `request` of probe `probe` failed. If the other copy of its
+    /// attempt (a hedge, or the request a hedge was for) is still out, the
+    /// attempt goes on: that copy may still answer. Else the attempt failed.
+    fn copy_failed(&mut self, probe: usize, request: u32, facts: ErrorFacts, now: u64) {
+        let class = classify(&facts, now, self.settings.max_retry_after);
+        let fatal = matches!(class, Class::Fatal { .. });
+        let State::InFlight(attempt) = &mut self.probes[probe].state else {
+            return;
+        };
+        match attempt.fail(request, &facts, fatal) {
+            AfterFailure::StillOut => {
+                if !fatal {
+                    self.note_transient(describe(&class, &facts));
+                }
+            }
+            AfterFailure::Failed(facts) => self.on_failure(probe, &facts, now),
+        }
+    }
+
+    /// A transient failure: the last error, and the warning (once).
+    fn note_transient(&mut self, evidence: String) {
+        if !self.warned_unreachable {
+            self.warned_unreachable = true;
+            self.pending_warnings.push(format!(
+                "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
+                self.settings.backoff.deadline.as_secs()
+            ));
+        }
+        self.last_error = Some(evidence);
+    }
+
     fn on_failure(&mut self, probe: usize, facts: &ErrorFacts, now: u64) {
         let class = classify(facts, now, self.settings.max_retry_after);
         let evidence = describe(&class, facts);
@@ -676,14 +757,7 @@ impl Preflight {
             self.stopping = true;
             return;
         }
-        self.last_error = Some(evidence.clone());
-        if !self.warned_unreachable {
-            self.warned_unreachable = true;
-            self.pending_warnings.push(format!(
-                "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
-                self.settings.backoff.deadline.as_secs()
-            ));
-        }
+        self.note_transient(evidence);
         if self.stopping {
             self.probes[probe].state = State::Exhausted;
             return;
@@ -703,6 +777,18 @@ impl Preflight {
         };
         match delay {
             Some(delay) => {
+                if let Some(quota) = &mut self.quota {
+                    let cost = RetryQuota::cost_of(facts);
+                    if !quota.try_take(cost) {
+                        // Most of this check's requests fail: stop
+                        // retrying, as the AWS SDKs' retry quota does.
+                        run.state = State::Exhausted;
+                        self.stopping = true;
+                        self.quota_spent = true;
+                        return;
+                    }
+                    run.tokens_for_next = cost;
+                }
                 run.state = State::Due {
                     at_ms: now + millis(delay),
                 }
@@ -722,15 +808,17 @@ impl Preflight {
 
     fn expire_timeouts(&mut self, now: u64) {
         for index in 0..self.probes.len() {
-            if let State::InFlight { timeout_at_ms, .. } = self.probes[index].state {
-                if now >= timeout_at_ms {
-                    let facts = ErrorFacts {
-                        timed_out: true,
-                        message: "request timed out".into(),
-                        ..ErrorFacts::default()
-                    };
-                    self.on_failure(index, &facts, now);
-                }
+            // Both copies of a hedged attempt may be due.
+            while let State::InFlight(attempt) = &self.probes[index].state {
+                let Some(request) = attempt.timed_out(now) else {
+                    break;
+                };
+                let facts = ErrorFacts {
+                    timed_out: true,
+                    message: "request timed out".into(),
+                    ..ErrorFacts::default()
+                };
+                self.copy_failed(index, request, facts, now);
             }
         }
     }
@@ -740,7 +828,7 @@ impl Preflight {
         for run in &mut self.probes {
             if matches!(
                 run.state,
-                State::Due { .. } | State::InFlight { .. } | State::Blocked
+                State::Due { .. } | State::InFlight(_) | State::Blocked
             ) {
                 run.state = State::Exhausted;
             }
@@ -756,36 +844,75 @@ impl Preflight {
         if timeout_ms == 0 {
             return None;
         }
+        if let Some(hedge) = self.next_hedge(now, timeout_ms) {
+            return Some(hedge);
+        }
         let index = self
             .probes
             .iter()
             .position(|run| matches!(run.state, State::Due { at_ms } if at_ms <= now))?;
         let run = &mut self.probes[index];
         run.attempt += 1;
-        run.state = State::InFlight {
-            attempt: run.attempt,
-            timeout_at_ms: now + timeout_ms,
+        let hedge_after = match run.probe {
+            // A generic call may not be idempotent: never sent twice at once.
+            Probe::Call => None,
+            _ => self.settings.hedge_after.map(millis),
         };
+        let mut attempt = Attempt::start(run.attempt, now, now + timeout_ms, hedge_after);
+        attempt.tokens_taken = std::mem::take(&mut run.tokens_for_next);
+        run.state = State::InFlight(attempt);
         self.requests += 1;
-        let request = match &run.probe {
-            Probe::Access(p) => Request::AccessReview(AccessReview::new(&self.namespace, p)),
-            Probe::Rules => Request::RulesReview(RulesReview::new(&self.namespace)),
-            Probe::Call => Request::Call,
-        };
         Some(Action::Send {
             probe: index,
             attempt: run.attempt,
-            request,
+            request: request_for(&run.probe, &self.namespace),
             timeout_ms,
         })
+    }
+
+    /// A hedge whose time has come ([`crate::hedge`]): the same request
+    /// again, with a request number of its own.
+    fn next_hedge(&mut self, now: u64, timeout_ms: u64) -> Option<Action> {
+        loop {
+            let index = self
+                .probes
+                .iter()
+                .position(|run| matches!(&run.state, State::InFlight(a) if a.hedge_due(now)))?;
+            let run = &mut self.probes[index];
+            let State::InFlight(attempt) = &mut run.state else {
+                return None;
+            };
+            if let Some(quota) = &mut self.quota {
+                // Hedges are subject to the quota too (as in gRPC's retry
+                // throttling): none when the bucket cannot pay for one.
+                if !quota.try_take(retry_quota::RETRY_COST) {
+                    attempt.forgo_hedge();
+                    continue;
+                }
+                attempt.tokens_taken += retry_quota::RETRY_COST;
+            }
+            run.attempt += 1;
+            attempt.add_hedge(run.attempt, now + timeout_ms);
+            self.requests += 1;
+            self.hedges += 1;
+            return Some(Action::Send {
+                probe: index,
+                attempt: run.attempt,
+                request: request_for(&run.probe, &self.namespace),
+                timeout_ms,
+            });
+        }
     }
 
     fn next_wake(&self) -> u64 {
         self.probes
             .iter()
-            .filter_map(|run| match run.state {
-                State::Due { at_ms } if !self.stopping => Some(at_ms),
-                State::InFlight { timeout_at_ms, .. } => Some(timeout_at_ms),
+            .filter_map(|run| match &run.state {
+                State::Due { at_ms } if !self.stopping => Some(*at_ms),
+                State::InFlight(a) => {
+                    let hedge = a.hedge_at().filter(|_| !self.stopping);
+                    [a.next_timeout(), hedge].into_iter().flatten().min()
+                }
                 _ => None,
             })
             .fold(self.deadline_ms, u64::min)
@@ -802,7 +929,7 @@ impl Preflight {
         let busy = self.probes.iter().any(|run| {
             matches!(
                 run.state,
-                State::Due { .. } | State::InFlight { .. } | State::Blocked
+                State::Due { .. } | State::InFlight(_) | State::Blocked
             )
         });
         if busy {
@@ -824,6 +951,18 @@ impl Preflight {
             self.finish(Verdict::Allowed, Some(Source::Reviews), now)
         };
         Some(outcome)
+    }
+
+    /// Why the retries stopped early, for the inconclusive message; empty
+    /// unless the retry quota stopped them.
+    fn quota_note(&self) -> String {
+        match &self.quota {
+            Some(quota) if self.quota_spent => format!(
+                "; retries stopped before the deadline: this check's retry quota of {} tokens was spent",
+                quota.capacity()
+            ),
+            _ => String::new(),
+        }
     }
 
     fn finish(&mut self, verdict: Verdict, source: Option<Source>, now: u64) -> Outcome {
@@ -904,12 +1043,12 @@ impl Preflight {
                 }
             }
             (Verdict::Inconclusive, _) if is_call => format!(
-                "The Kubernetes API call did not succeed within {tried} ({} attempts; last error: {last}).",
-                self.requests
+                "The Kubernetes API call did not succeed within {tried} ({} attempts; last error: {last}{}).",
+                self.requests, self.quota_note()
             ),
             (Verdict::Inconclusive, _) => format!(
-                "Could not verify the service account's permissions in namespace {}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}). This is NOT a permissions denial: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health, not RBAC.",
-                quoted(&self.namespace), self.requests
+                "Could not verify the service account's permissions in namespace {}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}{}). This is NOT a permissions denial: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health, not RBAC.",
+                quoted(&self.namespace), self.requests, self.quota_note()
             ),
         };
         Outcome {
@@ -929,6 +1068,16 @@ impl Preflight {
                 .count() as u32,
             elapsed_ms,
         }
+    }
+}
+
+/// A fresh request body for `probe` (every request, hedges included, gets
+/// its own).
+fn request_for(probe: &Probe, namespace: &str) -> Request {
+    match probe {
+        Probe::Access(p) => Request::AccessReview(AccessReview::new(namespace, p)),
+        Probe::Rules => Request::RulesReview(RulesReview::new(namespace)),
+        Probe::Call => Request::Call,
     }
 }
 

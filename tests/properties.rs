@@ -1,9 +1,14 @@
 //! Properties of the state machine under generated interleavings: whatever
 //! the server answers, in whatever order and with whatever delays,
 //! - a definitive denial the machine accepted always decides the outcome;
-//! - the check finishes by its deadline;
-//! - no probe is sent more often than the attempt limit;
-//! - `allowed` from reviews means every permission was allowed or proven.
+//! - the check finishes by its deadline, and no request starts or runs past it;
+//! - no probe is sent more often than the attempt limit, plus at most one
+//!   hedge per attempt: requests never exceed probes x attempt limit + hedges;
+//! - a hedge goes only after its request has been out for the hedge delay,
+//!   never more than two requests of a probe are out, none without hedging;
+//! - `allowed` from reviews means every permission was allowed or proven;
+//! - the retry quota only ever ends a check as inconclusive (or with a
+//!   grace record), never as a denial the server did not give.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -48,15 +53,19 @@ fn answers() -> impl Strategy<Value = Vec<Answer>> {
 
 fn settings() -> impl Strategy<Value = Settings> {
     (
-        any::<u64>(),
-        any::<bool>(),
-        1u32..8,
-        1_000u64..60_000,
-        100u64..5_000,
-        0usize..4,
+        (
+            any::<u64>(),
+            any::<bool>(),
+            1u32..8,
+            1_000u64..60_000,
+            100u64..5_000,
+            0usize..4,
+        ),
+        prop::option::of(1u64..3_000),
+        prop::option::of(0u32..120),
     )
         .prop_map(
-            |(seed, rules_review, attempts, deadline, timeout, jitter)| {
+            |((seed, rules_review, attempts, deadline, timeout, jitter), hedge, quota)| {
                 let mut s = Settings::new();
                 s.seed = Some(seed);
                 s.rules_review = rules_review;
@@ -66,6 +75,8 @@ fn settings() -> impl Strategy<Value = Settings> {
                 s.backoff.max_delay = Duration::from_millis(2_000);
                 s.backoff.jitter = Jitter::ALL[jitter];
                 s.request_timeout = Duration::from_millis(timeout);
+                s.hedge_after = hedge.map(Duration::from_millis);
+                s.retry_quota = quota;
                 s
             },
         )
@@ -92,6 +103,8 @@ proptest! {
     fn any_interleaving_keeps_the_outcome_honest(settings in settings(), script in answers(), cached in 0u8..3) {
         let deadline = settings.backoff.deadline.as_millis() as u64;
         let max_attempts = settings.backoff.max_attempts;
+        let hedge_after = settings.hedge_after.map(|d| d.as_millis() as u64);
+        let quota = settings.retry_quota;
         let identity = Identity::from_credential(b"property-token").unwrap();
         let permissions = permission::flatten(&hooks_permissions()).unwrap();
         let key = k8s_auth_preflight::CacheKey {
@@ -133,12 +146,42 @@ proptest! {
 
         // Finishes by its deadline.
         prop_assert!(run.done_at <= T0 + deadline, "done at +{} ms, deadline {deadline}", run.done_at - T0);
-        // Never more attempts than allowed, per probe.
-        let mut per_probe = std::collections::HashMap::new();
         for s in &run.sent {
-            *per_probe.entry(s.probe).or_insert(0u32) += 1;
+            prop_assert!(s.at < T0 + deadline && s.at + s.timeout_ms <= T0 + deadline, "a request past the deadline");
         }
-        prop_assert!(per_probe.values().all(|&n| n <= max_attempts), "{per_probe:?} > {max_attempts}");
+        // Never more attempts than allowed, per probe, plus one hedge per
+        // attempt; in all, probes x attempts + hedges.
+        let hedges = check.hedges() as usize;
+        let mut per_probe = std::collections::HashMap::new();
+        let mut seen_hedges = 0usize;
+        for s in &run.sent {
+            let entry = per_probe.entry(s.probe).or_insert((0u32, 0u32));
+            if s.alongside.is_some() { entry.1 += 1; seen_hedges += 1; } else { entry.0 += 1; }
+        }
+        prop_assert!(run.sent.len() <= check.probe_count() * max_attempts as usize + hedges, "{} requests, {hedges} hedges", run.sent.len());
+        prop_assert!(seen_hedges <= hedges, "{seen_hedges} requests went alongside another, the machine counted {hedges} hedges");
+        prop_assert!(per_probe.values().all(|&(n, h)| n + h <= 2 * max_attempts && n <= max_attempts), "{per_probe:?} > {max_attempts}");
+        prop_assert!(run.sent.iter().all(|s| s.out <= 2), "more than two requests of a probe out at once");
+        match hedge_after {
+            None => {
+                prop_assert_eq!(hedges, 0);
+                prop_assert!(run.sent.iter().all(|s| s.out == 1), "a second request out without hedging");
+            }
+            Some(after) => {
+                for s in &run.sent {
+                    if let Some(other) = s.alongside {
+                        prop_assert!(s.at >= other + after, "hedge at +{} for a request of +{}, delay {after}", s.at - T0, other - T0);
+                    }
+                }
+            }
+        }
+        // The quota says so when it ends a check, and only ends it as
+        // inconclusive (a grace record may still answer, a denial already
+        // given still wins).
+        if o.message.contains("retry quota") {
+            prop_assert!(quota.is_some());
+            prop_assert!(o.verdict == Verdict::Inconclusive, "{:?}", o.verdict);
+        }
 
         // A denial the machine accepted always wins.
         let denied: HashSet<usize> = run

@@ -11,8 +11,16 @@
 //! - the apiserver answers in 5-20 ms while healthy, refuses connections (or
 //!   hangs) during the stall, then answers 403 to a share of requests for a
 //!   short window, then is healthy again;
+//! - during the stall a share of the requests may hang while the rest are
+//!   refused or answered (`stall_hang_share`, `stall_rest_answered`): the
+//!   service's endpoint rules still send every n-th connection to a stale
+//!   backend. The share is dealt round-robin over the requests as they come,
+//!   like the 403 share (IPVS), or drawn at random per request (iptables,
+//!   `stall_hang_random`);
 //! - a hung request ends when the step's own timeout fires, as the shim's
-//!   AbortSignal would end it;
+//!   AbortSignal would end it; a hedge's loser is not aborted (the shim has
+//!   no way to hear of it before the check is done) and runs to its answer
+//!   or its timeout;
 //! - job start times and the work between steps are drawn from the seed, or
 //!   given by a [`Plan`] (the schedule a real run used, with the start-up
 //!   and exit time of its hook processes).
@@ -122,6 +130,42 @@ impl Policy {
         p.name = "ours, no rules review".into();
         p
     }
+
+    /// Ours with hedged requests after `after` (`name` says which delay).
+    pub fn ours_with_hedge(after: Duration, name: &str) -> Policy {
+        let mut p = Policy::ours();
+        p.settings.hedge_after = Some(after);
+        p.name = name.into();
+        p
+    }
+
+    /// Ours with a retry quota of `tokens` per check.
+    pub fn ours_with_quota(tokens: u32) -> Policy {
+        let mut p = Policy::ours();
+        p.settings.retry_quota = Some(tokens);
+        p.name = "ours+quota".into();
+        p
+    }
+
+    /// Ours with a retry quota of `tokens` per check and no rules review
+    /// (13 access reviews share each check's bucket).
+    pub fn ours_with_quota_without_rules_review(tokens: u32) -> Policy {
+        let mut p = Policy::ours_with_quota(tokens);
+        p.settings.rules_review = false;
+        p.name = "ours+quota, no rules review".into();
+        p
+    }
+}
+
+/// The healthy p95 of a latency drawn uniformly from whole ms in `lo..=hi`,
+/// as a hedge delay: the largest whole `t` with at least 5 % of the draws
+/// above it (so about 5 % of healthy requests get a hedge). 5-20 ms: 19 ms
+/// (1 draw in 16 is above it).
+pub fn healthy_p95(latency: (Duration, Duration)) -> Duration {
+    let (lo, hi) = (ms(latency.0), ms(latency.1));
+    let values = hi - lo + 1;
+    let above = (values * 5).div_ceil(100).max(1);
+    Duration::from_millis(hi.saturating_sub(above).max(lo))
 }
 
 /// The fleet and the incident.
@@ -136,13 +180,26 @@ pub struct Scenario {
     /// When the stall begins, from the start.
     pub stall_at: Duration,
     pub stall: Duration,
-    /// During the stall: hang instead of refusing.
-    pub stall_hangs: bool,
+    /// During the stall: the share of requests that reach a stale backend
+    /// and hang (0: none, 1: every one, `--hang`).
+    pub stall_hang_share: f64,
+    /// During the stall: the requests that do not hang are answered (live
+    /// backends) instead of refused (no backend).
+    pub stall_rest_answered: bool,
+    /// During the stall: each request hangs with probability
+    /// `stall_hang_share` (kube-proxy's iptables mode picks a backend at
+    /// random) instead of every n-th one (round-robin, as IPVS's default
+    /// scheduler deals them).
+    pub stall_hang_random: bool,
     /// After the stall, this long of transient 403s...
     pub forbidden_window: Duration,
     /// ...to this share of requests.
     pub forbidden_share: f64,
     pub latency: (Duration, Duration),
+    /// For this long after the stall (the 403 window included), answers
+    /// take `slow_latency` instead: a cold apiserver, or APF queueing.
+    pub slow_window: Duration,
+    pub slow_latency: (Duration, Duration),
     pub seed: u64,
 }
 
@@ -157,10 +214,14 @@ impl Scenario {
             step_work: (Duration::from_secs(5), Duration::from_secs(40)),
             stall_at: Duration::from_secs(120),
             stall: Duration::from_secs(25),
-            stall_hangs: false,
+            stall_hang_share: 0.0,
+            stall_rest_answered: false,
+            stall_hang_random: false,
             forbidden_window: Duration::from_secs(3),
             forbidden_share: 0.5,
             latency: (Duration::from_millis(5), Duration::from_millis(20)),
+            slow_window: Duration::ZERO,
+            slow_latency: (Duration::from_millis(5), Duration::from_millis(20)),
             seed: 1,
         }
     }
@@ -220,15 +281,41 @@ pub struct Report {
     pub jobs: u32,
     /// Most requests reaching the apiserver in any one second from recovery on.
     pub peak_per_second_after_recovery: u64,
+    /// That peak, per run pooled into this report ([`Report::pool`]).
+    pub peaks: Vec<u64>,
     /// Time from recovery to verdict, for checks in progress at recovery.
     pub recovery_to_verdict_ms: Vec<u64>,
     /// Time each check added to its step.
     pub check_ms: Vec<u64>,
+    /// The same, for the checks that sent at least one request.
+    pub asking_check_ms: Vec<u64>,
+    /// Hedged requests (counted in `requests_sent` too).
+    pub hedges: u64,
 }
 
 impl Report {
     pub fn requests_per_job(&self) -> f64 {
         self.requests_sent as f64 / f64::from(self.jobs.max(1))
+    }
+
+    /// Adds another run (another seed) to this one: counts add up, times
+    /// are pooled, the peak is the highest of the runs (`peaks` keeps each).
+    pub fn pool(&mut self, other: Report) {
+        self.steps += other.steps;
+        self.steps_failed += other.steps_failed;
+        self.false_rbac_reports += other.false_rbac_reports;
+        self.requests_sent += other.requests_sent;
+        self.requests_served += other.requests_served;
+        self.jobs += other.jobs;
+        self.peak_per_second_after_recovery = self
+            .peak_per_second_after_recovery
+            .max(other.peak_per_second_after_recovery);
+        self.peaks.extend(other.peaks);
+        self.recovery_to_verdict_ms
+            .extend(other.recovery_to_verdict_ms);
+        self.check_ms.extend(other.check_ms);
+        self.asking_check_ms.extend(other.asking_check_ms);
+        self.hedges += other.hedges;
     }
 }
 
@@ -377,6 +464,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
     };
     let mut served_per_second: BTreeMap<u64, u64> = BTreeMap::new();
     let mut forbidden_counter = 0u64;
+    let mut stall_counter = 0u64;
 
     let mut processed = 0u64;
     while let Some(Reverse((now, id))) = queue.pop() {
@@ -440,8 +528,18 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                     timeout_ms,
                 } => {
                     report.requests_sent += 1;
-                    let (at, result) = if now >= stall_from && now < stall_to {
-                        if scenario.stall_hangs {
+                    let in_stall = now >= stall_from && now < stall_to;
+                    let hangs = in_stall
+                        && if scenario.stall_hang_random {
+                            let share = scenario.stall_hang_share;
+                            (random.between(0, 999_999) as f64) < share * 1_000_000.0
+                        } else {
+                            stall_counter += 1;
+                            dealt(stall_counter, scenario.stall_hang_share)
+                        };
+                    let refused = in_stall && !hangs && !scenario.stall_rest_answered;
+                    let (at, result) = if hangs || refused {
+                        if hangs {
                             (
                                 now + timeout_ms,
                                 failed(ErrorFacts {
@@ -463,14 +561,17 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                     } else {
                         report.requests_served += 1;
                         *served_per_second.entry((now - EPOCH) / 1000).or_insert(0) += 1;
-                        let latency =
-                            random.between(ms(scenario.latency.0), ms(scenario.latency.1));
+                        let slow = now >= stall_to && now < stall_to + ms(scenario.slow_window);
+                        let (lo, hi) = if slow {
+                            scenario.slow_latency
+                        } else {
+                            scenario.latency
+                        };
+                        let latency = random.between(ms(lo), ms(hi));
                         let in_window = now >= stall_to && now < forbidden_to;
                         let forbidden = in_window && {
                             forbidden_counter += 1;
-                            let share = scenario.forbidden_share;
-                            ((forbidden_counter as f64) * share).floor()
-                                > (((forbidden_counter - 1) as f64) * share).floor()
+                            dealt(forbidden_counter, scenario.forbidden_share)
                         };
                         let result = if forbidden {
                             failed(ErrorFacts {
@@ -523,6 +624,10 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                     let job = &mut jobs[step.job];
                     let took = now - step.started_ms;
                     report.check_ms.push(took);
+                    if outcome.requests > 0 {
+                        report.asking_check_ms.push(took);
+                    }
+                    report.hedges += u64::from(step.machine.hedges());
                     if step.started_ms < recovery && now >= recovery && outcome.requests > 0 {
                         report.recovery_to_verdict_ms.push(now - recovery);
                     }
@@ -577,7 +682,14 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
         .map(|(_, n)| *n)
         .max()
         .unwrap_or(0);
+    report.peaks = vec![report.peak_per_second_after_recovery];
     report
+}
+
+/// Whether the `n`-th request (from 1) is one of a `share` dealt evenly:
+/// share 0.5 picks the 2nd, 4th, ...; share 1/3 the 3rd, 6th, ...
+fn dealt(n: u64, share: f64) -> bool {
+    ((n as f64) * share).floor() > (((n - 1) as f64) * share).floor()
 }
 
 fn failed(facts: ErrorFacts) -> ProbeResult {

@@ -36,6 +36,11 @@ pub struct Sent {
     pub attempt: u32,
     pub request: Request,
     pub timeout_ms: u64,
+    /// When another request of the same probe, still unanswered, was sent:
+    /// set for a hedge (the server had not answered the other copy yet).
+    pub alongside: Option<u64>,
+    /// How many requests of this probe were out, this one included.
+    pub out: usize,
 }
 
 impl Sent {
@@ -108,6 +113,8 @@ pub fn drive(
     let mut applied = Vec::new();
     // (arrives_at, probe, attempt, result)
     let mut pending: Vec<(u64, usize, u32, ProbeResult)> = Vec::new();
+    // When each request was sent and times out: (probe, attempt) -> (at, timeout_at).
+    let mut sent_at = std::collections::HashMap::new();
     for _step in 0..100_000 {
         match check.poll(now) {
             Action::Send {
@@ -116,12 +123,24 @@ pub fn drive(
                 request,
                 timeout_ms,
             } => {
+                // Out: sent, its answer still to come after now, and not
+                // yet past its timeout (when the machine gives up on it).
+                let others: Vec<u64> = pending
+                    .iter()
+                    .filter(|p| p.1 == probe && p.0 > now)
+                    .map(|p| sent_at[&(p.1, p.2)])
+                    .filter(|&(_, timeout_at)| timeout_at > now)
+                    .map(|(at, _)| at)
+                    .collect();
+                sent_at.insert((probe, attempt), (now, now + timeout_ms));
                 let s = Sent {
                     at: now,
                     probe,
                     attempt,
                     request,
                     timeout_ms,
+                    alongside: others.iter().copied().max(),
+                    out: others.len() + 1,
                 };
                 match server(now, &s) {
                     Reply::Review { allowed, latency } => pending.push((

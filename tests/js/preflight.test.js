@@ -225,6 +225,52 @@ test(`[${consumer.flavour}] hung requests are abandoned at the request timeout a
   assert.ok(log.warnings.some((w) => w.includes('request timed out')), JSON.stringify(log.warnings));
 });
 
+test(`[${consumer.flavour}] with HEDGE_MS, a second copy of each hung review answers; drive.js runs both copies of a probe`, { timeout: 30_000 }, async (t) => {
+  // Hedging is off by default; on, the machine sends one more request for
+  // the same probe under a new attempt number. The shim keys requests per
+  // action, so two of one probe can be in flight: the hedge's answer is
+  // applied, the hung one is aborted when the check is done.
+  const { server, kc, cacheDir } = await setup(t);
+  const env = fastEnv({ REQUEST_TIMEOUT_MS: 10_000, DEADLINE_MS: 20_000, HEDGE_MS: 3000 });
+  const log = captureLogger();
+  const sends = [];
+  const results = [];
+  const observer = (event) => {
+    if (event.type === 'send') sends.push(event);
+    if (event.type === 'result') results.push(event);
+  };
+  const check = newCheck({ kc, cacheDir, env, logger: log.logger, observer });
+
+  await server.setPhase('hang');
+  const started = Date.now();
+  const verdict = check.isAuthPermissionsOK();
+  // Every first request hung, then the server is healthy again before the
+  // hedges go out (3 s after each first request).
+  await waitFor(() => server.requests.filter((r) => r.status === 'hang').length >= 13, 2500, '13 hung requests');
+  await server.setPhase('healthy');
+  assert.equal(await verdict, true);
+  const elapsed = Date.now() - started;
+  assert.ok(elapsed >= 3000 && elapsed < 10_000, `answered by the hedges, before any 10 s timeout (${elapsed} ms)`);
+
+  const outcome = check.lastOutcome();
+  assert.equal(outcome.verdict, 'allowed');
+  assert.equal(outcome.requests, 26, '13 requests and 13 hedges');
+  const groups = groupByReview(server.requests);
+  assert.equal(groups.size, 13);
+  for (const [key, list] of groups) {
+    assert.deepEqual(list.map((r) => r.status), ['hang', 201], `${key}: the request hung, its hedge was answered`);
+    const mine = sends.filter((s) => reviewKey(sentReview(s)) === key);
+    assert.deepEqual(mine.map((s) => s.attempt), [1, 2], `${key}: the hedge has a request number of its own`);
+    const gap = mine[1].atMs - mine[0].atMs;
+    assert.ok(gap >= 3000, `${key}: hedged ${gap} ms after its request`);
+    // Only the hedge's answer came back; the hung request was aborted when
+    // the check was done, and its abort was not reported to a finished machine.
+    const got = results.filter((r) => r.probe === mine[0].probe);
+    assert.deepEqual(got.map((r) => r.attempt), [mine[1].attempt], `${key}: results ${JSON.stringify(got)}`);
+  }
+  assert.deepEqual(log.warnings, [], 'no request failed, so no warning');
+});
+
 test(`[${consumer.flavour}] after hung requests the hook process ends by itself (sockets closed)`, { timeout: 30_000 }, async (t) => {
   const { server, kubeconfigPath, cacheDir } = await setup(t);
   const env = fastEnv({ REQUEST_TIMEOUT_MS: 500 });
