@@ -16,7 +16,6 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const crypto = require('node:crypto');
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 const MAX_LOCK_BYTES = 256;
@@ -27,6 +26,9 @@ const LOCK_LINE = /^(\d{1,10}) (\S{1,128}) ([0-9a-f]{16})\n$/;
  * `{ type: 'held', ageMs, holder }` or `{ type: 'unavailable', reason }`.
  */
 function acquireLock(file, now) {
+  // Loaded here, not at the top: a step answered from the cache never needs
+  // it (tests/js/lazy-client.test.js), and it costs about 3 ms to load.
+  const crypto = require('node:crypto');
   const content = `${process.pid} ${os.hostname()} ${crypto.randomBytes(8).toString('hex')}\n`;
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`);
   try {
