@@ -63,6 +63,15 @@ fuzz_target!(|data: &[u8]| {
     settings.backoff.max_attempts = 1 + u32::from(input.u8() % 6);
     settings.backoff.deadline = Duration::from_millis(1_000 + u64::from(input.u16()) * 4);
     settings.request_timeout = Duration::from_millis(100 + u64::from(input.u16()));
+    // The two opt-in variants: a hedge after 1-2000 ms, a quota of 0-510 tokens.
+    if input.bool() {
+        settings.hedge_after = Some(Duration::from_millis(1 + u64::from(input.u16() % 2000)));
+    }
+    if input.bool() {
+        settings.retry_quota = Some(u32::from(input.u8()) * 2);
+    }
+    // A hedge is a request, not an attempt: at most one per attempt.
+    let max_sends = settings.backoff.max_attempts * if settings.hedge_after.is_some() { 2 } else { 1 };
     let max_attempts = settings.backoff.max_attempts;
     let deadline_ms = settings.backoff.deadline.as_millis() as u64;
 
@@ -96,7 +105,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(now < T0 + deadline_ms, "a request sent at or after the deadline");
                 assert!(timeout_ms > 0 && now + timeout_ms <= T0 + deadline_ms, "a request outlives the deadline");
                 *sends.entry(probe).or_insert(0) += 1;
-                assert!(sends[&probe] <= max_attempts, "probe {probe} sent more than {max_attempts} times");
+                assert!(sends[&probe] <= max_sends, "probe {probe} sent more than {max_sends} times ({max_attempts} attempts)");
                 in_flight.push((probe, attempt, request));
                 continue;
             }
