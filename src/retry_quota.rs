@@ -17,6 +17,7 @@
 //! when the bucket cannot pay for it.
 
 use crate::classify::ErrorFacts;
+use crate::text::contains;
 
 /// What a retry takes from the bucket (AWS: 5).
 pub const RETRY_COST: u32 = 5;
@@ -74,7 +75,7 @@ impl RetryQuota {
         let timeout_code = facts
             .codes
             .iter()
-            .any(|c| c.contains("TIMEDOUT") || c.contains("TIMEOUT"));
+            .any(|c| contains(c, "TIMEDOUT") || contains(c, "TIMEOUT"));
         if facts.timed_out || timeout_code {
             TIMEOUT_RETRY_COST
         } else {
