@@ -330,6 +330,23 @@ pub(crate) mod tests {
 
     pub(crate) const NOW: u64 = 1_792_548_926_000;
 
+    /// Known answers (FIPS 180-2's "abc", RFC 4231 case 2), so that the
+    /// SHA-256 the `.wasm` is built with (sha2's compact variant, see
+    /// Cargo.toml) is checked under `wasm-pack test` too.
+    #[test]
+    fn sha256_and_hmac_give_the_published_answers() {
+        assert_eq!(
+            hex(&Sha256::digest(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let mut mac = HmacSha256::new_from_slice(b"Jefe").unwrap();
+        mac.update(b"what do ya want for nothing?");
+        assert_eq!(
+            hex(&mac.finalize().into_bytes()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
     pub(crate) fn key_for(token: &str, namespace: &str, permissions: &str) -> CacheKey {
         CacheKey {
             namespace: namespace.into(),
