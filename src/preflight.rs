@@ -318,7 +318,7 @@ enum Probe {
     Call,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 enum State {
     /// The next attempt may start at this time.
     Due {
@@ -677,7 +677,7 @@ impl Preflight {
     /// rest go ahead now.
     fn apply_rules(&mut self, status: &RulesStatus, now: u64) {
         let blocked: Vec<usize> = (0..self.probes.len())
-            .filter(|&i| self.probes[i].state == State::Blocked)
+            .filter(|&i| matches!(self.probes[i].state, State::Blocked))
             .collect();
         let permissions: Vec<Permission> = blocked
             .iter()
@@ -700,7 +700,7 @@ impl Preflight {
     fn skip_rules(&mut self, probe: usize, now: u64) {
         self.probes[probe].state = State::Skipped;
         for run in &mut self.probes {
-            if run.state == State::Blocked {
+            if matches!(run.state, State::Blocked) {
                 run.state = State::Due { at_ms: now };
             }
         }
@@ -936,11 +936,11 @@ impl Preflight {
             return None;
         }
         let any = |f: fn(&State) -> bool| self.probes.iter().any(|run| f(&run.state));
-        let outcome = if any(|s| *s == State::Denied) {
+        let outcome = if any(|s| matches!(s, State::Denied)) {
             self.finish(Verdict::Denied, None, now)
         } else if any(|s| matches!(s, State::Fatal(_))) {
             self.finish(Verdict::Error, None, now)
-        } else if any(|s| *s == State::Exhausted) {
+        } else if any(|s| matches!(s, State::Exhausted)) {
             match self.cache {
                 CacheState::Grace { .. } => {
                     self.finish(Verdict::Allowed, Some(Source::GraceCache), now)
@@ -1008,7 +1008,7 @@ impl Preflight {
                 missing = self
                     .probes
                     .iter()
-                    .filter(|run| run.state == State::Denied)
+                    .filter(|run| matches!(run.state, State::Denied))
                     .filter_map(|run| match &run.probe {
                         Probe::Access(p) => Some(p.clone()),
                         _ => None,
@@ -1064,7 +1064,7 @@ impl Preflight {
             proven_by_rules: self
                 .probes
                 .iter()
-                .filter(|run| run.state == State::Proven)
+                .filter(|run| matches!(run.state, State::Proven))
                 .count() as u32,
             elapsed_ms,
         }

@@ -104,7 +104,7 @@ pub enum FlightAction {
     UseRecord,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Step {
     Start,
     AwaitLock,
@@ -202,7 +202,7 @@ impl SingleFlight {
     /// Reports what creating the lock did.
     pub fn on_lock(&mut self, now_ms: u64, attempt: LockAttempt) {
         let now = self.observe(now_ms);
-        if self.step != Step::AwaitLock {
+        if !matches!(self.step, Step::AwaitLock) {
             return;
         }
         self.step = match attempt {
@@ -232,7 +232,7 @@ impl SingleFlight {
     /// Reports whether removing a stale lock worked.
     pub fn on_removed(&mut self, now_ms: u64, removed: bool) {
         let now = self.observe(now_ms);
-        if self.step != Step::AwaitRemoval {
+        if !matches!(self.step, Step::AwaitRemoval) {
             return;
         }
         self.takeovers += 1;
@@ -250,7 +250,7 @@ impl SingleFlight {
     /// Reports whether the record, read again, now answers the check.
     pub fn on_record(&mut self, now_ms: u64, answers: bool) {
         self.observe(now_ms);
-        if self.step != Step::AwaitRecord {
+        if !matches!(self.step, Step::AwaitRecord) {
             return;
         }
         self.step = if answers {
