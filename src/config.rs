@@ -85,8 +85,11 @@ pub struct Variable {
     pub accepts: &'static str,
     /// The default, as text.
     pub default: &'static str,
-    /// What it does.
-    pub meaning: &'static str,
+    /// What it does, as the README's table says. Only in test builds (the
+    /// README test reads it): the texts would be 1 KB of `.wasm` that no
+    /// message prints.
+    #[cfg(test)]
+    meaning: &'static str,
     kind: Kind,
 }
 
@@ -108,6 +111,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS",
         accepts: "a whole number of ms from 1000 to 3600000",
         default: "90000",
+        #[cfg(test)]
         meaning: "how long a check keeps retrying before it is inconclusive",
         kind: Kind::Millis { min: 1_000, max: H },
     },
@@ -115,6 +119,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS",
         accepts: "a whole number from 1 to 100",
         default: "20",
+        #[cfg(test)]
         meaning: "attempts per review, the first included",
         kind: Kind::Count { min: 1, max: 100 },
     },
@@ -122,6 +127,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS",
         accepts: "a whole number of ms from 1 to 60000",
         default: "1000",
+        #[cfg(test)]
         meaning: "the first backoff delay, before jitter",
         kind: Kind::Millis {
             min: 1,
@@ -132,6 +138,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR",
         accepts: "a number from 1 to 10",
         default: "2",
+        #[cfg(test)]
         meaning: "how much each backoff delay grows",
         kind: Kind::Factor,
     },
@@ -139,6 +146,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS",
         accepts: "a whole number of ms from 1 to 300000",
         default: "8000",
+        #[cfg(test)]
         meaning: "the cap on any one backoff delay, jitter included",
         kind: Kind::Millis {
             min: 1,
@@ -149,6 +157,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_JITTER",
         accepts: "one of none, equal, full, decorrelated",
         default: "equal",
+        #[cfg(test)]
         meaning: "how backoff delays are randomized",
         kind: Kind::Jitter,
     },
@@ -156,6 +165,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS",
         accepts: "a whole number of ms from 100 to 300000",
         default: "10000",
+        #[cfg(test)]
         meaning: "each request is abandoned after this long",
         kind: Kind::Millis {
             min: 100,
@@ -166,6 +176,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS",
         accepts: "a whole number of ms from 0 to 300000",
         default: "32000",
+        #[cfg(test)]
         meaning: "the longest Retry-After honoured",
         kind: Kind::Millis {
             min: 0,
@@ -176,6 +187,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS",
         accepts: "a whole number of ms from 0 to 300000 (0: off)",
         default: "0",
+        #[cfg(test)]
         meaning: "send a second copy of a review that has had no answer for this long; the first answer wins",
         kind: Kind::Millis {
             min: 0,
@@ -186,6 +198,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA",
         accepts: "a whole number of tokens from 0 to 100000 (0: off)",
         default: "0",
+        #[cfg(test)]
         meaning: "the size of each check's retry token bucket: a retry takes 5 tokens (10 after a timeout), an answer gives 1 back (a retry's answer, what it took); when a retry cannot be paid for, the check is inconclusive",
         kind: Kind::Count {
             min: 0,
@@ -196,6 +209,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_CACHE",
         accepts: "on or off (also true/false, 1/0, yes/no)",
         default: "on",
+        #[cfg(test)]
         meaning: "whether an allowed verdict is cached for later steps of the job",
         kind: Kind::Switch,
     },
@@ -203,6 +217,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW",
         accepts: "on or off (also true/false, 1/0, yes/no)",
         default: "on",
+        #[cfg(test)]
         meaning: "ask one SelfSubjectRulesReview first and send access reviews only for what its rules do not prove",
         kind: Kind::Switch,
     },
@@ -210,6 +225,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT",
         accepts: "on or off (also true/false, 1/0, yes/no)",
         default: "on",
+        #[cfg(test)]
         meaning: "hook processes of one job that start together with no usable cached verdict take turns through a lock file: one asks the API, the others wait for its record",
         kind: Kind::Switch,
     },
@@ -217,6 +233,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS",
         accepts: "a whole number of ms from 0 to 604800000",
         default: "3600000",
+        #[cfg(test)]
         meaning: "a cached verdict younger than this answers with no API call",
         kind: Kind::Millis {
             min: 0,
@@ -227,6 +244,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS",
         accepts: "a whole number of ms from 0 to 2592000000, not below the TTL",
         default: "86400000",
+        #[cfg(test)]
         meaning: "a cached verdict younger than this answers only when the API is unreachable",
         kind: Kind::Millis {
             min: 0,
@@ -237,6 +255,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "ACTIONS_RUNNER_PREFLIGHT_SEED",
         accepts: "a whole number from 0 to 18446744073709551615",
         default: "unset (OS randomness)",
+        #[cfg(test)]
         meaning: "seed for jitter, for reproducible runs",
         kind: Kind::Seed,
     },
