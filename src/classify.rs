@@ -149,7 +149,7 @@ fn classify_status(status: u16, facts: &ErrorFacts, now_ms: u64, limit: Duration
             .retry_after
             .as_deref()
             .and_then(|v| parse_retry_after(v, now_ms, limit))
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .map(crate::millis)
     };
     match status {
         429 => Class::Throttled {

@@ -60,10 +60,37 @@ pub(crate) fn sort_small<T: Ord>(items: &mut [T]) {
     }
 }
 
+/// A duration in whole milliseconds, `u64::MAX` when it does not fit.
+/// One function for the whole crate, never inlined: each inlined copy of
+/// `as_millis`'s `u128` arithmetic costs code in the `.wasm`.
+#[inline(never)]
+pub(crate) fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn millis_agrees_with_as_millis() {
+        use std::time::Duration;
+        for d in [
+            Duration::ZERO,
+            Duration::from_nanos(999_999),
+            Duration::from_nanos(1_000_000),
+            Duration::from_millis(90_000),
+            Duration::new(12, 345_678_901),
+            Duration::from_millis(u64::MAX),
+            Duration::new(u64::MAX / 1000, 807_999_999),
+            Duration::new(u64::MAX / 1000, 808_000_000),
+            Duration::MAX,
+        ] {
+            let expected = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+            assert_eq!(super::millis(d), expected, "{d:?}");
+        }
+    }
 
     #[test]
     fn sort_small_agrees_with_the_standard_sort() {

@@ -64,6 +64,7 @@ use crate::classify::{classify, Class, ErrorFacts};
 use crate::config::{SettingError, Settings};
 use crate::hedge::{AfterFailure, Attempt};
 use crate::identity::Identity;
+use crate::millis;
 use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
 use crate::retry_quota::{self, RetryQuota};
@@ -1132,8 +1133,4 @@ fn check_namespace(namespace: &str) -> Result<(), SetupError> {
     } else {
         Err(SetupError::Namespace(namespace.chars().take(80).collect()))
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -24,7 +24,7 @@ pub fn parse_retry_after(value: &str, now_ms: u64, limit: Duration) -> Option<Du
     if value.is_empty() || value.len() > 64 {
         return None;
     }
-    let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+    let limit_ms = crate::millis(limit);
     if let Some(ms) = parse_seconds(value) {
         return Some(Duration::from_millis(ms.min(limit_ms)));
     }

@@ -19,6 +19,7 @@
 
 use std::time::Duration;
 
+use crate::millis;
 use crate::random::RandomSource;
 
 /// Room left for the final attempt of a schedule, before its deadline (see
@@ -153,9 +154,8 @@ impl Backoff {
     pub fn exponential(&self, n: u32) -> Duration {
         // Through u64: a u128 -> f64 conversion is a compiler-runtime call
         // in the `.wasm`; settings cap every duration far below 2^64 ms.
-        let cap_ms = self.max_delay.as_millis() as u64 as f64;
-        let ms =
-            self.base.as_millis() as u64 as f64 * self.factor.max(1.0).powi(n.min(1024) as i32);
+        let cap_ms = millis(self.max_delay) as f64;
+        let ms = millis(self.base) as f64 * self.factor.max(1.0).powi(n.min(1024) as i32);
         Duration::from_millis(ms.min(cap_ms).max(0.0) as u64)
     }
 }
@@ -232,7 +232,7 @@ impl Schedule {
         if self.attempts >= self.backoff.max_attempts {
             return None;
         }
-        let ms = pushback.as_millis() as u64;
+        let ms = millis(pushback);
         let spread = match self.backoff.jitter {
             Jitter::None => 0,
             _ => random.between(0, ms / 2),
@@ -265,16 +265,14 @@ impl Schedule {
     fn jittered(&self, random: &mut RandomSource) -> Duration {
         let b = &self.backoff;
         let retry = self.attempts - 1;
-        let exp = b.exponential(retry).as_millis() as u64;
+        let exp = millis(b.exponential(retry));
         let ms = match b.jitter {
             Jitter::None => exp,
             Jitter::Full => random.between(0, exp),
             Jitter::Equal => exp / 2 + random.between(0, exp - exp / 2),
             Jitter::Decorrelated => {
-                let base = b.base.as_millis() as u64;
-                let high = (self.previous.as_millis() as u64)
-                    .saturating_mul(3)
-                    .max(base);
+                let base = millis(b.base);
+                let high = millis(self.previous).saturating_mul(3).max(base);
                 random.between(base, high)
             }
         };

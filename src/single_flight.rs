@@ -25,9 +25,8 @@
 //! make this job's own steps wait, and no longer than their deadline less
 //! the reserve; it can never make a check say `allowed`.
 
-use std::time::Duration;
-
 use crate::config::Settings;
+use crate::millis;
 use crate::random::RandomSource;
 use crate::text::seconds;
 
@@ -304,13 +303,10 @@ impl SingleFlight {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 

@@ -178,7 +178,7 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
     };
     Schedule::preview(settings.backoff, &mut random)
         .into_iter()
-        .map(|d: Duration| d.as_millis() as u64 as f64)
+        .map(|d| crate::millis(d) as f64)
         .collect()
 }
 
