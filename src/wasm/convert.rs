@@ -26,17 +26,21 @@ use crate::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::text::quoted;
 
 /// An input that does not have the expected shape: where, and what is wrong.
-pub struct Bad {
+pub struct Bad(Box<Where>);
+
+/// Boxed: a `Result<T, Bad>` is returned through every field read, and a
+/// pointer is cheaper to pass along than two strings.
+struct Where {
     path: String,
     problem: String,
 }
 
 impl Bad {
     fn new(problem: String) -> Bad {
-        Bad {
+        Bad(Box::new(Where {
             path: String::new(),
             problem,
-        }
+        }))
     }
 
     fn expected(what: &str, got: &JsValue) -> Bad {
@@ -45,19 +49,19 @@ impl Bad {
 
     /// The same problem, one level further out (`key` or `[index]`).
     fn at(mut self, segment: &str) -> Bad {
-        if !self.path.is_empty() && !self.path.starts_with('[') {
-            self.path.insert(0, '.');
+        if !self.0.path.is_empty() && !self.0.path.starts_with('[') {
+            self.0.path.insert(0, '.');
         }
-        self.path.insert_str(0, segment);
+        self.0.path.insert_str(0, segment);
         self
     }
 
     /// `invalid <what>: <path>: <problem>`.
     pub fn message(&self, what: &str) -> String {
-        if self.path.is_empty() {
-            format!("invalid {what}: {}", self.problem)
+        if self.0.path.is_empty() {
+            format!("invalid {what}: {}", self.0.problem)
         } else {
-            format!("invalid {what}: {}: {}", self.path, self.problem)
+            format!("invalid {what}: {}: {}", self.0.path, self.0.problem)
         }
     }
 }
