@@ -70,15 +70,17 @@ impl CachePolicy {
 }
 
 /// The record as stored: one JSON object with these fields, camelCase.
+/// The texts are borrowed (from the parsed file, or from the key when a
+/// record is written): no copies to make, and none to free on the way out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Record {
+struct Record<'a> {
     version: u32,
-    verdict: String,
-    namespace: String,
-    identity: String,
-    permissions: String,
+    verdict: &'a str,
+    namespace: &'a str,
+    identity: &'a str,
+    permissions: &'a str,
     written_at_ms: u64,
-    mac: String,
+    mac: &'a str,
 }
 
 /// What a record found on disk is good for.
@@ -179,11 +181,12 @@ fn verify(
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(Unusable::TooLarge);
     }
-    let record = parse(bytes).ok_or(Unusable::Unparsable)?;
+    let fields = json::object(bytes).ok_or(Unusable::Unparsable)?;
+    let record = parse(&fields).ok_or(Unusable::Unparsable)?;
     if record.version != RECORD_VERSION {
         return Err(Unusable::WrongVersion(record.version));
     }
-    let mac = unhex(&record.mac).ok_or(Unusable::BadMac)?;
+    let mac = unhex(record.mac).ok_or(Unusable::BadMac)?;
     signer(&key.identity.mac_key, &record)
         .verify_slice(&mac)
         .map_err(|_| Unusable::BadMac)?;
@@ -219,35 +222,35 @@ fn verify(
 pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
     let mut record = Record {
         version: RECORD_VERSION,
-        verdict: "allowed".into(),
-        namespace: key.namespace.clone(),
-        identity: key.identity.fingerprint.clone(),
-        permissions: key.permissions.clone(),
+        verdict: "allowed",
+        namespace: &key.namespace,
+        identity: &key.identity.fingerprint,
+        permissions: &key.permissions,
         written_at_ms: now_ms,
-        mac: String::new(),
+        mac: "",
     };
-    record.mac = hex(&signer(&key.identity.mac_key, &record)
+    let mac = hex(&signer(&key.identity.mac_key, &record)
         .finalize()
         .into_bytes());
+    record.mac = &mac;
     format!(
         "{{\"version\":{},\"verdict\":{},\"namespace\":{},\"identity\":{},\"permissions\":{},\"writtenAtMs\":{},\"mac\":{}}}",
         record.version,
-        json::string(&record.verdict),
-        json::string(&record.namespace),
-        json::string(&record.identity),
-        json::string(&record.permissions),
+        json::string(record.verdict),
+        json::string(record.namespace),
+        json::string(record.identity),
+        json::string(record.permissions),
         record.written_at_ms,
-        json::string(&record.mac),
+        json::string(record.mac),
     )
 }
 
-/// A record from its JSON; `None` when a field is missing or of the wrong
-/// type (other fields are ignored).
-fn parse(bytes: &[u8]) -> Option<Record> {
-    let fields = json::object(bytes)?;
+/// A record from the fields of its JSON object; `None` when a field is
+/// missing or of the wrong type (other fields are ignored).
+fn parse(fields: &[(String, Value)]) -> Option<Record<'_>> {
     let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
     let text = |name: &str| match field(name) {
-        Some(Value::Str(s)) => Some(s.clone()),
+        Some(Value::Str(s)) => Some(s.as_str()),
         _ => None,
     };
     let number = |name: &str| match field(name) {
@@ -279,7 +282,7 @@ pub fn file_name(key: &CacheKey) -> String {
 }
 
 /// The MAC over every field but the MAC, each length-prefixed.
-fn signer(mac_key: &[u8; 32], record: &Record) -> HmacSha256 {
+fn signer(mac_key: &[u8; 32], record: &Record<'_>) -> HmacSha256 {
     // HMAC accepts keys of any length; 32 bytes cannot fail.
     let mut mac = match HmacSha256::new_from_slice(mac_key) {
         Ok(mac) => mac,
@@ -288,10 +291,10 @@ fn signer(mac_key: &[u8; 32], record: &Record) -> HmacSha256 {
     mac.update(b"k8s-auth-preflight/record\n");
     mac.update(&record.version.to_le_bytes());
     for field in [
-        &record.verdict,
-        &record.namespace,
-        &record.identity,
-        &record.permissions,
+        record.verdict,
+        record.namespace,
+        record.identity,
+        record.permissions,
     ] {
         mac.update(&(field.len() as u64).to_le_bytes());
         mac.update(field.as_bytes());
