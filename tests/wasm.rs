@@ -511,6 +511,30 @@ fn bad_input_names_the_field_and_never_panics() {
             "invalid facts: status: expected a whole number from 0 to 65535, got 403.5"
         )
     );
+    // Several bad fields: the first one read is named (status, then codes,
+    // ..., message).
+    assert_eq!(
+        message(classify(
+            json(r#"{"message":7,"codes":"ECONNRESET","status":"503"}"#),
+            T0,
+            no_env
+        )),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid facts: status: expected a whole number from 0 to 65535, got a string"
+        )
+    );
+    assert_eq!(
+        message(classify(
+            json(r#"{"message":7,"codes":"ECONNRESET"}"#),
+            T0,
+            no_env
+        )),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid facts: codes: expected an array, got a string"
+        )
+    );
     assert_eq!(
         message(classify(JsValue::NULL, T0, no_env)),
         bad(

@@ -101,75 +101,132 @@ pub fn js_number(n: f64) -> String {
 // every closure type would be another copy of the helper in the `.wasm`.
 
 /// The fields of one JS object, read by name.
-struct Fields<'a>(&'a Object);
+///
+/// The readers do not fail one by one: a field of the wrong type reads as
+/// its default and the first problem is kept, for [`Fields::done`] (or
+/// [`Fields::check`]) to return. The message is the one an early return
+/// would give (fields are read in order), with one `?` per object instead
+/// of one per field: each of those freed what was read so far, which came
+/// to kilobytes of `.wasm`.
+struct Fields<'a> {
+    object: &'a Object,
+    bad: Option<Bad>,
+}
 
 impl<'a> Fields<'a> {
     fn of(v: &'a JsValue) -> Conv<Fields<'a>> {
         if v.is_object() {
-            Ok(Fields(v.unchecked_ref()))
+            Ok(Fields {
+                object: v.unchecked_ref(),
+                bad: None,
+            })
         } else {
             Err(Bad::expected("an object", v))
         }
     }
 
-    /// The field's value; `None` when it is missing (`undefined`).
-    fn get(&self, key: &str) -> Conv<Option<JsValue>> {
-        // A getter that throws (a hostile Proxy) is bad input, not a crash.
-        let v = Reflect::get(self.0, &JsValue::from_str(key))
-            .map_err(|_| Bad::new("could not be read".into()).at(key))?;
-        Ok(if v.is_undefined() { None } else { Some(v) })
+    /// `value`, or the first problem met reading the fields.
+    fn done<T>(self, value: T) -> Conv<T> {
+        match self.bad {
+            Some(bad) => Err(bad),
+            None => Ok(value),
+        }
+    }
+
+    /// The first problem so far, if any (before reading depends on a field).
+    fn check(&mut self) -> Conv<()> {
+        match self.bad.take() {
+            Some(bad) => Err(bad),
+            None => Ok(()),
+        }
+    }
+
+    /// Keeps `problem`, at `key`, unless an earlier field had one.
+    fn fail(&mut self, key: &str, problem: Bad) {
+        if self.bad.is_none() {
+            self.bad = Some(problem.at(key));
+        }
+    }
+
+    /// What a conversion of field `key` gave; its default if it failed.
+    fn take<T: Default>(&mut self, key: &str, value: Conv<T>) -> T {
+        value.unwrap_or_else(|problem| {
+            self.fail(key, problem);
+            T::default()
+        })
+    }
+
+    /// The field's value; `None` when it is missing (`undefined`), or
+    /// cannot be read.
+    fn get(&mut self, key: &str) -> Option<JsValue> {
+        match Reflect::get(self.object, &JsValue::from_str(key)) {
+            Ok(v) if v.is_undefined() => None,
+            Ok(v) => Some(v),
+            Err(_) => {
+                // A getter that throws (a hostile Proxy) is bad input, not
+                // a crash.
+                self.fail(key, Bad::new("could not be read".into()));
+                None
+            }
+        }
     }
 
     /// Like [`Fields::get`], with `null` also `None` (for `Option` fields).
-    fn get_some(&self, key: &str) -> Conv<Option<JsValue>> {
-        Ok(self.get(key)?.filter(|v| !v.is_null()))
+    fn get_some(&mut self, key: &str) -> Option<JsValue> {
+        self.get(key).filter(|v| !v.is_null())
     }
 
     /// A string that must be there.
-    fn required_string(&self, key: &str) -> Conv<String> {
-        match self.get(key)? {
-            Some(v) => string(&v).map_err(|e| e.at(key)),
-            None => Err(Bad::new("missing".into()).at(key)),
+    fn required_string(&mut self, key: &str) -> String {
+        match self.get(key) {
+            Some(v) => self.take(key, string(&v)),
+            None => {
+                self.fail(key, Bad::new("missing".into()));
+                String::new()
+            }
         }
     }
 
     /// A string; missing is `""`.
-    fn string(&self, key: &str) -> Conv<String> {
-        match self.get(key)? {
-            Some(v) => string(&v).map_err(|e| e.at(key)),
-            None => Ok(String::new()),
+    fn string(&mut self, key: &str) -> String {
+        match self.get(key) {
+            Some(v) => self.take(key, string(&v)),
+            None => String::new(),
         }
     }
 
     /// A string; missing or `null` is `None`.
-    fn optional_string(&self, key: &str) -> Conv<Option<String>> {
-        match self.get_some(key)? {
-            Some(v) => string(&v).map(Some).map_err(|e| e.at(key)),
-            None => Ok(None),
+    fn optional_string(&mut self, key: &str) -> Option<String> {
+        match self.get_some(key) {
+            Some(v) => self.take(key, string(&v).map(Some)),
+            None => None,
         }
     }
 
     /// An array of strings; missing is empty.
-    fn strings(&self, key: &str) -> Conv<Vec<String>> {
-        match self.get(key)? {
-            Some(v) => list(&v, string).map_err(|e| e.at(key)),
-            None => Ok(Vec::new()),
+    fn strings(&mut self, key: &str) -> Vec<String> {
+        match self.get(key) {
+            Some(v) => self.take(key, list(&v, string)),
+            None => Vec::new(),
         }
     }
 
     /// A boolean that must be there.
-    fn required_flag(&self, key: &str) -> Conv<bool> {
-        match self.get(key)? {
-            Some(v) => boolean(&v).map_err(|e| e.at(key)),
-            None => Err(Bad::new("missing".into()).at(key)),
+    fn required_flag(&mut self, key: &str) -> bool {
+        match self.get(key) {
+            Some(v) => self.take(key, boolean(&v)),
+            None => {
+                self.fail(key, Bad::new("missing".into()));
+                false
+            }
         }
     }
 
     /// A boolean; missing is `false`.
-    fn flag(&self, key: &str) -> Conv<bool> {
-        match self.get(key)? {
-            Some(v) => boolean(&v).map_err(|e| e.at(key)),
-            None => Ok(false),
+    fn flag(&mut self, key: &str) -> bool {
+        match self.get(key) {
+            Some(v) => self.take(key, boolean(&v)),
+            None => false,
         }
     }
 }
@@ -222,118 +279,133 @@ pub fn permissions(v: &JsValue) -> Conv<Vec<Permission>> {
 
 /// A row of the permission table: `{group?, resource?, subresource?, verbs?, verb?}`.
 fn permission_spec(v: &JsValue) -> Conv<PermissionSpec> {
-    let f = Fields::of(v)?;
-    Ok(PermissionSpec {
-        group: f.string("group")?,
-        resource: f.string("resource")?,
-        subresource: f.string("subresource")?,
-        verbs: f.strings("verbs")?,
-        verb: f.optional_string("verb")?,
-    })
+    let mut f = Fields::of(v)?;
+    let spec = PermissionSpec {
+        group: f.string("group"),
+        resource: f.string("resource"),
+        subresource: f.string("subresource"),
+        verbs: f.strings("verbs"),
+        verb: f.optional_string("verb"),
+    };
+    f.done(spec)
 }
 
 /// One flattened permission: `{verb, group, resource, subresource}`, all required.
 fn permission(v: &JsValue) -> Conv<Permission> {
-    let f = Fields::of(v)?;
-    Ok(Permission {
-        verb: f.required_string("verb")?,
-        group: f.required_string("group")?,
-        resource: f.required_string("resource")?,
-        subresource: f.required_string("subresource")?,
-    })
+    let mut f = Fields::of(v)?;
+    let permission = Permission {
+        verb: f.required_string("verb"),
+        group: f.required_string("group"),
+        resource: f.required_string("resource"),
+        subresource: f.required_string("subresource"),
+    };
+    f.done(permission)
 }
 
 /// What the shim saw about a failure (see `js-shim/facts.js`).
 pub fn error_facts(v: &JsValue) -> Conv<ErrorFacts> {
-    let f = Fields::of(v)?;
-    let status = match f.get_some("status")? {
-        Some(v) => Some(http_status(&v).map_err(|e| e.at("status"))?),
+    let mut f = Fields::of(v)?;
+    let status = match f.get_some("status") {
+        Some(v) => f.take("status", http_status(&v).map(Some)),
         None => None,
     };
-    Ok(ErrorFacts {
-        codes: f.strings("codes")?,
+    let facts = ErrorFacts {
+        codes: f.strings("codes"),
         status,
-        retry_after: f.optional_string("retryAfter")?,
-        timed_out: f.flag("timedOut")?,
-        name: f.optional_string("name")?,
-        message: f.string("message")?,
-    })
+        retry_after: f.optional_string("retryAfter"),
+        timed_out: f.flag("timedOut"),
+        name: f.optional_string("name"),
+        message: f.string("message"),
+    };
+    f.done(facts)
 }
 
 /// The `status` of a SelfSubjectRulesReview.
 pub fn rules_status(v: &JsValue) -> Conv<RulesStatus> {
-    let f = Fields::of(v)?;
-    let resource_rules = match f.get("resourceRules")? {
-        Some(v) => list(&v, resource_rule).map_err(|e| e.at("resourceRules"))?,
+    let mut f = Fields::of(v)?;
+    let resource_rules = match f.get("resourceRules") {
+        Some(v) => f.take("resourceRules", list(&v, resource_rule)),
         None => Vec::new(),
     };
-    Ok(RulesStatus {
+    let status = RulesStatus {
         resource_rules,
-        incomplete: f.flag("incomplete")?,
-        evaluation_error: f.optional_string("evaluationError")?,
-    })
+        incomplete: f.flag("incomplete"),
+        evaluation_error: f.optional_string("evaluationError"),
+    };
+    f.done(status)
 }
 
 fn resource_rule(v: &JsValue) -> Conv<ResourceRule> {
-    let f = Fields::of(v)?;
-    Ok(ResourceRule {
-        verbs: f.strings("verbs")?,
-        api_groups: f.strings("apiGroups")?,
-        resources: f.strings("resources")?,
-        resource_names: f.strings("resourceNames")?,
-    })
+    let mut f = Fields::of(v)?;
+    let rule = ResourceRule {
+        verbs: f.strings("verbs"),
+        api_groups: f.strings("apiGroups"),
+        resources: f.strings("resources"),
+        resource_names: f.strings("resourceNames"),
+    };
+    f.done(rule)
 }
 
 /// A request's result, by its `type`: `{type: 'reviewed', allowed, reason?}`,
 /// `{type: 'rulesReviewed', status?}`, `{type: 'succeeded'}` or
 /// `{type: 'failed', facts?}`. Only the fields of that type are read.
 pub fn probe_result(v: &JsValue) -> Conv<ProbeResult> {
-    let f = Fields::of(v)?;
-    let kind = f.required_string("type")?;
-    match kind.as_str() {
-        "reviewed" => Ok(ProbeResult::Reviewed {
-            allowed: f.required_flag("allowed")?,
-            reason: f.optional_string("reason")?,
-        }),
-        "rulesReviewed" => Ok(ProbeResult::RulesReviewed {
-            status: match f.get_some("status")? {
-                Some(v) => rules_status(&v).map_err(|e| e.at("status"))?,
+    let mut f = Fields::of(v)?;
+    let kind = f.required_string("type");
+    f.check()?;
+    let result = match kind.as_str() {
+        "reviewed" => ProbeResult::Reviewed {
+            allowed: f.required_flag("allowed"),
+            reason: f.optional_string("reason"),
+        },
+        "rulesReviewed" => ProbeResult::RulesReviewed {
+            status: match f.get_some("status") {
+                Some(v) => f.take("status", rules_status(&v)),
                 None => RulesStatus::default(),
             },
-        }),
-        "succeeded" => Ok(ProbeResult::Succeeded),
-        "failed" => Ok(ProbeResult::Failed {
-            facts: match f.get_some("facts")? {
-                Some(v) => error_facts(&v).map_err(|e| e.at("facts"))?,
+        },
+        "succeeded" => ProbeResult::Succeeded,
+        "failed" => ProbeResult::Failed {
+            facts: match f.get_some("facts") {
+                Some(v) => f.take("facts", error_facts(&v)),
                 None => ErrorFacts::default(),
             },
-        }),
-        other => Err(Bad::new(format!(
-            "{} (expected reviewed, rulesReviewed, succeeded or failed)",
-            quoted(other)
-        ))
-        .at("type")),
-    }
+        },
+        other => {
+            return Err(Bad::new(format!(
+                "{} (expected reviewed, rulesReviewed, succeeded or failed)",
+                quoted(other)
+            ))
+            .at("type"))
+        }
+    };
+    f.done(result)
 }
 
 /// `{type: 'acquired'}`, `{type: 'unavailable'}`, or `{type: 'held', ageMs,
 /// holder}` with holder `alive`, `dead`, `unknown` or `invalid`. A negative
 /// age (a clock stepped back) reads as 0.
 pub fn lock_attempt(v: &JsValue) -> Conv<LockAttempt> {
-    let fields = Fields::of(v)?;
-    let kind = fields.required_string("type")?;
+    let mut f = Fields::of(v)?;
+    let kind = f.required_string("type");
+    f.check()?;
     match kind.as_str() {
         "acquired" => Ok(LockAttempt::Acquired),
         "unavailable" => Ok(LockAttempt::Unavailable),
         "held" => {
-            let age = match fields.get("ageMs")? {
+            let age = match f.get("ageMs") {
                 Some(a) => a
                     .as_f64()
                     .filter(|n| n.is_finite())
                     .ok_or_else(|| Bad::expected("a finite number of ms", &a).at("ageMs"))?,
-                None => return Err(Bad::new("missing".into()).at("ageMs")),
+                None => {
+                    f.check()?;
+                    return Err(Bad::new("missing".into()).at("ageMs"));
+                }
             };
-            let holder = match fields.required_string("holder")?.as_str() {
+            let holder = f.required_string("holder");
+            f.check()?;
+            let holder = match holder.as_str() {
                 "alive" => Holder::Alive,
                 "dead" => Holder::Dead,
                 "unknown" => Holder::Unknown,
