@@ -6,7 +6,7 @@
 pub fn quoted(s: &str) -> String {
     quote_with(s, char::is_control, |out, c| {
         out.push_str("\\u{");
-        out.push_str(&hex_digits(c as u32));
+        push_hex(out, c as u32);
         out.push('}');
     })
 }
@@ -36,18 +36,19 @@ pub(crate) fn quote_with(
     out
 }
 
-fn hex_digits(mut n: u32) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut digits = Vec::new();
+/// `n` in lower-case hex, no leading zeros (`1b`), as `{:x}` writes it.
+fn push_hex(out: &mut String, n: u32) {
+    let mut shift = 28;
+    while shift > 0 && n >> shift == 0 {
+        shift -= 4;
+    }
     loop {
-        digits.push(DIGITS[(n & 15) as usize]);
-        n >>= 4;
-        if n == 0 {
+        out.push(char::from(b"0123456789abcdef"[(n >> shift & 15) as usize]));
+        if shift == 0 {
             break;
         }
+        shift -= 4;
     }
-    digits.reverse();
-    String::from_utf8(digits).unwrap_or_default()
 }
 
 /// Milliseconds as seconds with one decimal, rounded: `27349` -> `"27.3 s"`.
@@ -136,6 +137,9 @@ mod tests {
             assert_eq!(quoted(s), format!("{s:?}"), "{s}");
         }
         assert_eq!(quoted("\u{1b}[31m"), "\"\\u{1b}[31m\"");
+        for c in ['\u{1}', '\u{7f}', '\u{9f}', '\u{85}', '\u{1f}'] {
+            assert_eq!(quoted(&c.to_string()), format!("{:?}", c.to_string()));
+        }
     }
 
     #[test]
