@@ -66,7 +66,7 @@ impl WasmPreflight {
         Ok(WasmPreflight { machine })
     }
 
-    /// The next action: `{type:'send', probe, attempt, review, timeoutMs}`,
+    /// The next action: `{type:'send', probe, attempt, request:{kind, body}, timeoutMs}`,
     /// `{type:'warn', message}`, `{type:'wait', untilMs}` or
     /// `{type:'done', outcome}`.
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
