@@ -12,7 +12,7 @@ echo "== 1. The incident replayed for 300 simulated jobs (examples/replay): upst
 cargo run --release --quiet --example replay
 echo
 echo "== 2. A short real chaos run: 8 jobs of real hook processes (ncc bundle) through a 5x-compressed stall, next to the simulator on the same schedule"
-node bench/chaos.js --jobs 8 --start-spread-ms 6000 --stall-at-ms 5000 --limit-s 90
+node bench/chaos.js --prepare --jobs 8 --start-spread-ms 6000 --stall-at-ms 2000 --limit-s 90
 echo
 echo "== 3. One real job through a compressed stall: every step a fresh Node process, real @kubernetes/client-node, loopback apiserver"
 node demo/demo.js
