@@ -67,14 +67,19 @@ function createAuthPreflight(options) {
   /**
    * This process's turn at the job's lock file, as the core's SingleFlight
    * runs it. Returns `{ decided }` (a machine that the record another
-   * process wrote answers), or `{ lock, budgetMs, warning, waited }`.
+   * process wrote answers), or `{ lock, budgetMs, warning }`.
    */
   async function takeTurnAtLock(file, env, clock, reread) {
     const lockFile = `${file}.lock`;
-    const flight = new core.SingleFlight(env, clock());
+    // The turn's own time runs on a monotonic clock from the wall time it
+    // starts at: a wall clock stepped back (NTP, a VM restore) must not
+    // freeze it and stretch the wait. Lock ages are wall-clock (file times).
+    const wallStart = clock();
+    const monotonicStart = performance.now();
+    const turnClock = () => wallStart + (performance.now() - monotonicStart);
+    const flight = new core.SingleFlight(env, turnClock());
     let lock = null;
     let decided = null;
-    let waited = false;
     try {
       const turn = await takeTurn(
         flight,
@@ -86,7 +91,6 @@ function createAuthPreflight(options) {
           },
           removeStale: () => removeLock(lockFile),
           reread: () => {
-            waited = true;
             const machine = reread();
             if (machine.isDecided()) {
               decided = machine;
@@ -96,10 +100,10 @@ function createAuthPreflight(options) {
             return false;
           },
         },
-        { clock },
+        { clock: turnClock },
       );
       if (turn.type === 'useRecord') return { decided };
-      return { lock: turn.type === 'lead' ? lock : null, budgetMs: turn.budgetMs, warning: turn.warning, waited };
+      return { lock: turn.type === 'lead' ? lock : null, budgetMs: turn.budgetMs, warning: turn.warning };
     } catch (e) {
       if (lock) releaseLock(lock);
       if (decided) decided.free();
@@ -130,32 +134,32 @@ function createAuthPreflight(options) {
     try {
       if (file && !machine.isDecided()) {
         const turn = await takeTurnAtLock(file, env, clock, () => newMachine(readCached(false)));
-        if (turn.decided) {
-          machine.free();
-          machine = turn.decided;
-        } else {
-          lock = turn.lock;
+        lock = turn.lock || null;
+        // Start from the record as it is now, whatever the turn was: another
+        // process may have written it since the first read (then this
+        // machine answers from it, and the lock goes at once), or left a
+        // grace record to fall back on.
+        const next = turn.decided || newMachine(readCached(false));
+        machine.free();
+        machine = next;
+        if (!turn.decided) {
           if (turn.warning) logger.warning(turn.warning);
-          if (turn.waited) {
-            // Time has passed and the record may have changed (a grace
-            // record to fall back on): start from what is there now.
-            machine.free();
-            machine = newMachine(readCached(false));
-          }
           machine.limitBudget(turn.budgetMs);
         }
       }
       // The client is made on the first request: a cached verdict never pays
       // for loading @kubernetes/client-node.
       const client = () => api || (api = makeAuthorizationApi(kubeConfig));
+      const driven = machine;
+      machine = null; // drive's caller frees it, below, exactly once
       try {
-        outcome = await drive(machine, (action, signal) => review(client(), action, signal), {
+        outcome = await drive(driven, (action, signal) => review(client(), action, signal), {
           clock,
           logger,
           observer: options.observer,
         });
       } finally {
-        machine.free();
+        driven.free();
       }
       last = outcome;
       for (const warning of outcome.warnings) logger.warning(warning);
@@ -168,6 +172,8 @@ function createAuthPreflight(options) {
         if (warning) logger.warning(warning);
       }
     } finally {
+      // A turn at the lock that threw leaves the first machine to free.
+      if (machine) machine.free();
       // After the record is written: a waiting process looks at the record
       // before it tries for the lock again.
       if (lock) releaseLock(lock);

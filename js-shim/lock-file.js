@@ -44,24 +44,33 @@ function acquireLock(file, now) {
     return { type: 'unavailable', reason: e.code || e.message };
   }
   try {
-    fs.linkSync(temp, file);
-    return { type: 'acquired', lock: { file, content } };
-  } catch (e) {
-    if (e.code === 'EEXIST') return inspectLock(file, now);
-    return { type: 'unavailable', reason: e.code || e.message };
+    for (let tries = 1; ; tries++) {
+      try {
+        fs.linkSync(temp, file);
+        return { type: 'acquired', lock: { file, content } };
+      } catch (e) {
+        if (e.code !== 'EEXIST') return { type: 'unavailable', reason: e.code || e.message };
+      }
+      const held = inspectLock(file, now);
+      if (held) return held;
+      // Gone between the link and the look: its holder has just released
+      // it. Try again; after a few tries, say it is held (the core then waits
+      // a look) rather than have anything removed that may be new.
+      if (tries === 3) return { type: 'held', ageMs: 0, holder: 'unknown' };
+    }
   } finally {
     removeLock(temp);
   }
 }
 
-/** Who holds the lock at `file`, and how old it is. */
+/** Who holds the lock at `file`, and how old it is; null when it is gone. */
 function inspectLock(file, now) {
   let stat;
   try {
     stat = fs.lstatSync(file);
   } catch (e) {
-    // Gone between the link and this look: its holder is done with it.
-    return { type: 'held', ageMs: 0, holder: e.code === 'ENOENT' ? 'dead' : 'invalid' };
+    if (e.code === 'ENOENT') return null;
+    return { type: 'held', ageMs: 0, holder: 'invalid' };
   }
   const ageMs = Math.max(0, now - stat.mtimeMs);
   if (!stat.isFile()) return { type: 'held', ageMs, holder: 'invalid' };

@@ -12,7 +12,8 @@
 //! What it guarantees:
 //! - a waiting process never waits past its own deadline less a reserve
 //!   ([`SingleFlight::reserve_ms`]), so it always keeps time for a check of
-//!   its own; it never does worse than a process with no lock at all;
+//!   its own (behind a leader that stalls, that check has only the reserve:
+//!   the leader was already retrying for everyone);
 //! - a lock whose holder has died, whose content is not a lock, or that is
 //!   older than any check can last, is removed and taken over (at most
 //!   [`MAX_TAKEOVERS`] times, then the process checks on its own);

@@ -56,9 +56,9 @@ function deadPid() {
 
 const lockText = (pid, host = os.hostname()) => `${pid} ${host} 0123456789abcdef\n`;
 
-async function checkOnce(ctx, env) {
+async function checkOnce(ctx, env, extra = {}) {
   const log = captureLogger();
-  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, env, logger: log.logger });
+  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, env, logger: log.logger, ...extra });
   const before = ctx.server.counts().total;
   const started = Date.now();
   const ok = await check.isAuthPermissionsOK();
@@ -198,4 +198,46 @@ test('a directory at the lock path: no lock, no wait, the check goes on alone', 
   // And the verdict was still cached for the next step.
   const next = await checkOnce(ctx, fastEnv());
   assert.equal(next.outcome.source, 'cache');
+});
+
+test('a record written just before this process gets the lock answers it, with no request', { timeout: 30_000 }, async (t) => {
+  const ctx = await setup(t);
+  const lock = await lockPath(ctx);
+  const file = lock.slice(0, -'.lock'.length);
+  // A record another process wrote, kept aside.
+  const first = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir });
+  assert.equal(await first.isAuthPermissionsOK(), true);
+  const record = fs.readFileSync(file);
+  fs.unlinkSync(file);
+  // This process reads no record; then (at its second clock read, when it
+  // starts its turn at the lock) the other process writes its record and
+  // releases the lock, so this one gets the lock at once.
+  let reads = 0;
+  const now = () => {
+    reads += 1;
+    if (reads === 2) fs.writeFileSync(file, record);
+    return Date.now();
+  };
+  const log = captureLogger();
+  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, now, logger: log.logger });
+  const before = ctx.server.counts().total;
+  assert.equal(await check.isAuthPermissionsOK(), true);
+  assert.equal(reads >= 2, true, 'the record was written mid-check');
+  assert.equal(check.lastOutcome().source, 'cache');
+  assert.equal(ctx.server.counts().total - before, 0, 'no request: the record answered');
+  assert.equal(fs.existsSync(lock), false, 'the lock was released');
+});
+
+test('a wall clock stepped back does not stretch the wait past the deadline', { timeout: 30_000 }, async (t) => {
+  const ctx = await setup(t);
+  const lock = await lockPath(ctx);
+  fs.writeFileSync(lock, lockText(process.pid));
+  // After a few reads the clock steps back 10 s (an NTP step, a VM restore).
+  let reads = 0;
+  const now = () => (++reads > 6 ? Date.now() - 10_000 : Date.now());
+  const run = await checkOnce(ctx, fastEnv({ DEADLINE_MS: 3000 }), { now });
+  assert.equal(run.ok, true);
+  assert.ok(run.log.warnings.some((w) => WAITED.test(w)), run.log.warnings.join('\n'));
+  // Waiting is bounded by the 3 s deadline (less the reserve), not 10 s more.
+  assert.ok(run.ms < 8_000, `took ${run.ms} ms`);
 });
