@@ -47,38 +47,61 @@ function readRecord(file, limit) {
   }
 }
 
-/** Writes atomically; returns a warning string on failure, else null. */
-function writeRecord(file, text) {
+/**
+ * Writes `text` to a fresh temp file next to `file` (O_EXCL | O_NOFOLLOW,
+ * mode 0600; fsynced when `sync`) and returns its path. On failure it
+ * throws and leaves nothing behind. The record (renamed over its path) and
+ * the lock file (hard-linked to its path) are both made this way.
+ */
+function writeTempFile(file, text, { sync }) {
   // Required here, not at the top: loading node:crypto costs about 3 ms,
-  // and only a step that asked the API writes (a cached verdict never does).
+  // and only a step that asks the API writes (a cached verdict never does).
   const crypto = require('node:crypto');
   const temp = path.join(
     path.dirname(file),
     `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`,
   );
-  let fd;
+  const fd = fs.openSync(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
   try {
-    fd = fs.openSync(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
     fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
-    fs.closeSync(fd);
-    fd = undefined;
+    if (sync) fs.fsyncSync(fd);
+  } catch (e) {
+    closeQuietly(fd);
+    unlinkQuietly(temp);
+    throw e;
+  }
+  fs.closeSync(fd);
+  return temp;
+}
+
+/** Writes atomically; returns a warning string on failure, else null. */
+function writeRecord(file, text) {
+  let temp = null;
+  try {
+    temp = writeTempFile(file, text, { sync: true });
     fs.renameSync(temp, file);
     return null;
   } catch (e) {
-    if (fd !== undefined) {
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already failing; the warning below says why
-      }
-    }
-    try {
-      fs.unlinkSync(temp);
-    } catch {
-      // the temp file may never have been created
-    }
+    if (temp) unlinkQuietly(temp);
     return `could not cache the permission verdict in ${path.dirname(file)} (${e.code || e.message}); later steps will check again`;
+  }
+}
+
+function closeQuietly(fd) {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // already failing; the caller reports why
+  }
+}
+
+/** Removes `file`; true when it is gone (or never was). */
+function unlinkQuietly(file) {
+  try {
+    fs.unlinkSync(file);
+    return true;
+  } catch (e) {
+    return e.code === 'ENOENT';
   }
 }
 
@@ -93,4 +116,4 @@ function deleteRecord(file) {
   }
 }
 
-module.exports = { readRecord, writeRecord, deleteRecord };
+module.exports = { readRecord, writeRecord, deleteRecord, writeTempFile, unlinkQuietly };

@@ -15,9 +15,8 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
-const path = require('node:path');
+const { readRecord, writeTempFile, unlinkQuietly } = require('./cache-file');
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 const MAX_LOCK_BYTES = 256;
 const LOCK_LINE = /^(\d{1,10}) (\S{1,128}) ([0-9a-f]{16})\n$/;
 
@@ -30,17 +29,11 @@ function acquireLock(file, now) {
   // it (tests/js/lazy-client.test.js), and it costs about 3 ms to load.
   const crypto = require('node:crypto');
   const content = `${process.pid} ${os.hostname()} ${crypto.randomBytes(8).toString('hex')}\n`;
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`);
+  let temp;
   try {
-    const fd = fs.openSync(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
-    try {
-      fs.writeSync(fd, content);
-    } finally {
-      fs.closeSync(fd);
-    }
+    temp = writeTempFile(file, content, { sync: false });
   } catch (e) {
     // A read-only or full disk, no permission: no lock here, ever.
-    removeLock(temp);
     return { type: 'unavailable', reason: e.code || e.message };
   }
   try {
@@ -59,7 +52,7 @@ function acquireLock(file, now) {
       if (tries === 3) return { type: 'held', ageMs: 0, holder: 'unknown' };
     }
   } finally {
-    removeLock(temp);
+    unlinkQuietly(temp);
   }
 }
 
@@ -74,7 +67,7 @@ function inspectLock(file, now) {
   }
   const ageMs = Math.max(0, now - stat.mtimeMs);
   if (!stat.isFile()) return { type: 'held', ageMs, holder: 'invalid' };
-  const text = readSmall(file);
+  const text = readLockText(file);
   const match = text === null ? null : LOCK_LINE.exec(text);
   if (!match) return { type: 'held', ageMs, holder: 'invalid' };
   const [, pid, host] = match;
@@ -93,38 +86,19 @@ function isRunning(pid) {
   }
 }
 
-function readSmall(file) {
-  let fd;
-  try {
-    fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-    const buffer = Buffer.alloc(MAX_LOCK_BYTES + 1);
-    const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
-    return n > MAX_LOCK_BYTES ? null : buffer.subarray(0, n).toString('utf8');
-  } catch {
-    return null;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
+/** The lock's text, read as the record is (no symlink, no FIFO, bounded); null if odd. */
+function readLockText(file) {
+  const { bytes } = readRecord(file, MAX_LOCK_BYTES);
+  return bytes && bytes.length <= MAX_LOCK_BYTES ? bytes.toString('utf8') : null;
 }
 
 /** Removes a stale lock; true when it is gone. */
-function removeLock(file) {
-  try {
-    fs.unlinkSync(file);
-    return true;
-  } catch (e) {
-    return e.code === 'ENOENT';
-  }
-}
+const removeLock = unlinkQuietly;
 
 /** Removes the lock if it is still the one `acquireLock` made. */
 function releaseLock(lock) {
-  if (readSmall(lock.file) !== lock.content) return;
-  try {
-    fs.unlinkSync(lock.file);
-  } catch {
-    // already gone: someone judged it stale
-  }
+  // Gone already is fine: someone judged it stale.
+  if (readLockText(lock.file) === lock.content) unlinkQuietly(lock.file);
 }
 
 module.exports = { acquireLock, removeLock, releaseLock };

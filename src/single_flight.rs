@@ -319,6 +319,13 @@ mod tests {
         s
     }
 
+    fn alone(budget_ms: u64) -> FlightAction {
+        FlightAction::Alone {
+            budget_ms,
+            warning: None,
+        }
+    }
+
     fn held(age_ms: u64, holder: Holder) -> LockAttempt {
         LockAttempt::Held { age_ms, holder }
     }
@@ -351,13 +358,7 @@ mod tests {
         let mut s = settings();
         s.single_flight = false;
         let mut f = SingleFlight::new(&s, T0);
-        assert_eq!(
-            f.poll(T0),
-            FlightAction::Alone {
-                budget_ms: 90_000,
-                warning: None
-            }
-        );
+        assert_eq!(f.poll(T0), alone(90_000));
     }
 
     #[test]
@@ -368,13 +369,7 @@ mod tests {
         no_cache.cache_enabled = false;
         for s in [no_ttl, no_cache] {
             let mut f = SingleFlight::new(&s, T0);
-            assert_eq!(
-                f.poll(T0),
-                FlightAction::Alone {
-                    budget_ms: 90_000,
-                    warning: None
-                }
-            );
+            assert_eq!(f.poll(T0), alone(90_000));
         }
     }
 
@@ -383,13 +378,7 @@ mod tests {
         let mut f = SingleFlight::new(&settings(), T0);
         assert_eq!(f.poll(T0), FlightAction::Acquire);
         f.on_lock(T0 + 3, LockAttempt::Unavailable);
-        assert_eq!(
-            f.poll(T0 + 3),
-            FlightAction::Alone {
-                budget_ms: 89_997,
-                warning: None
-            }
-        );
+        assert_eq!(f.poll(T0 + 3), alone(89_997));
     }
 
     #[test]
@@ -540,13 +529,7 @@ mod tests {
         f.on_lock(T0, held(0, Holder::Invalid));
         assert_eq!(f.poll(T0), FlightAction::RemoveStale);
         f.on_removed(T0 + 2, false);
-        assert_eq!(
-            f.poll(T0 + 2),
-            FlightAction::Alone {
-                budget_ms: 89_998,
-                warning: None
-            }
-        );
+        assert_eq!(f.poll(T0 + 2), alone(89_998));
     }
 
     #[test]

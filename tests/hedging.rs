@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use common::*;
 use k8s_auth_preflight::preflight::{Accepted, Action, Request};
-use k8s_auth_preflight::rules::{ResourceRule, RulesStatus};
 use k8s_auth_preflight::{Identity, Preflight, ProbeResult, Settings, Verdict};
 
 /// Access reviews only (13 probes), hedging after `hedge_ms`.
@@ -32,19 +31,6 @@ fn check(settings: Settings) -> Preflight {
         T0,
     )
     .unwrap()
-}
-
-fn grant_all() -> RulesStatus {
-    RulesStatus {
-        resource_rules: vec![ResourceRule {
-            verbs: vec!["*".into()],
-            api_groups: vec!["*".into()],
-            resources: vec!["*".into()],
-            resource_names: vec![],
-        }],
-        incomplete: false,
-        evaluation_error: None,
-    }
 }
 
 fn is_exec(s: &Sent) -> bool {

@@ -12,7 +12,6 @@ use std::time::Duration;
 use common::*;
 use k8s_auth_preflight::cache::{self, CacheKey};
 use k8s_auth_preflight::retry_quota::SUGGESTED_TOKENS;
-use k8s_auth_preflight::rules::{ResourceRule, RulesStatus};
 use k8s_auth_preflight::{permission, Identity, Preflight, Settings, Source, Verdict};
 
 const TOKEN: &[u8] = b"quota-token";
@@ -37,18 +36,10 @@ fn check(settings: Settings, cached: Option<&str>) -> Preflight {
     .unwrap()
 }
 
-fn grant_all() -> Reply {
+/// The server's answer to a rules review: everything granted.
+fn granted() -> Reply {
     Reply::Rules {
-        status: RulesStatus {
-            resource_rules: vec![ResourceRule {
-                verbs: vec!["*".into()],
-                api_groups: vec!["*".into()],
-                resources: vec!["*".into()],
-                resource_names: vec![],
-            }],
-            incomplete: false,
-            evaluation_error: None,
-        },
+        status: grant_all(),
         latency: 10,
     }
 }
@@ -184,7 +175,7 @@ fn the_suggested_bucket_never_cuts_the_fast_path_short_but_bounds_thirteen_revie
         if stalled(now) {
             fail(refused())
         } else {
-            grant_all()
+            granted()
         }
     });
     assert_eq!(run.outcome.verdict, Verdict::Allowed);
@@ -218,7 +209,7 @@ fn a_hedge_is_paid_for_from_the_bucket_or_not_sent() {
         if s.attempt == 1 {
             Reply::Hang
         } else {
-            grant_all()
+            granted()
         }
     });
     assert_eq!(c.hedges(), 0, "4 tokens do not pay for a hedge");
@@ -234,7 +225,7 @@ fn a_hedge_is_paid_for_from_the_bucket_or_not_sent() {
         if s.attempt == 1 {
             Reply::Hang
         } else {
-            grant_all()
+            granted()
         }
     });
     assert_eq!(c.hedges(), 1);

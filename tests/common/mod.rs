@@ -9,7 +9,7 @@
 use k8s_auth_preflight::preflight::{
     Accepted, Action, Outcome, ProbeResult, Request, ResourceAttributes,
 };
-use k8s_auth_preflight::rules::RulesStatus;
+use k8s_auth_preflight::rules::{ResourceRule, RulesStatus};
 use k8s_auth_preflight::{ErrorFacts, PermissionSpec, Preflight};
 
 /// Epoch ms at which simulated checks start (2026-10-21T02:15:26Z).
@@ -94,6 +94,20 @@ pub fn healthy(allowed: bool) -> Reply {
 
 pub fn fail(facts: ErrorFacts) -> Reply {
     Reply::Fail { facts, latency: 5 }
+}
+
+/// A complete rules review that grants every verb on every resource.
+pub fn grant_all() -> RulesStatus {
+    RulesStatus {
+        resource_rules: vec![ResourceRule {
+            verbs: vec!["*".into()],
+            api_groups: vec!["*".into()],
+            resources: vec!["*".into()],
+            resource_names: vec![],
+        }],
+        incomplete: false,
+        evaluation_error: None,
+    }
 }
 
 /// The hooks' permission table (13 reviews).
