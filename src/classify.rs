@@ -313,9 +313,19 @@ mod tests {
             K::Th(Some(32_000)),
         ));
         rows.push((
-            "429 with negative Retry-After is clamped to zero",
+            "429 with negative Retry-After is no hint",
             with_retry_after(status(429), "-5"),
-            K::Th(Some(0)),
+            K::Th(None),
+        ));
+        rows.push((
+            "429 with Retry-After 0 is no hint",
+            with_retry_after(status(429), "0"),
+            K::Th(None),
+        ));
+        rows.push((
+            "503 with Retry-After 0 is a plain 503",
+            with_retry_after(status(503), "0"),
+            K::T,
         ));
         rows.push((
             "429 with unreadable Retry-After uses backoff",

@@ -14,24 +14,25 @@ use crate::text::{split_once, whole_number};
 /// Parses a `Retry-After` value given the current time (Unix epoch, ms) and
 /// the longest wait the caller is willing to honour.
 ///
-/// - seconds (`"3"`, `" 3 "`, `"1.5"`): that long, clamped to `0..=limit`;
-///   a negative number clamps to zero.
+/// - seconds (`"3"`, `" 3 "`, `"1.5"`): that long, clamped to the limit;
 /// - an IMF-fixdate (`"Wed, 21 Oct 2026 02:15:51 GMT"`): the time until then,
-///   zero when it is in the past, clamped to the limit.
-/// - anything else: `None`.
+///   clamped to the limit;
+/// - zero, a negative number, a date now or in the past, a limit of zero,
+///   or anything else: `None` (no hint).
 pub fn parse_retry_after(value: &str, now_ms: u64, limit: Duration) -> Option<Duration> {
     let value = value.trim();
     if value.is_empty() || value.len() > 64 {
         return None;
     }
     let limit_ms = crate::millis(limit);
-    if let Some(ms) = parse_seconds(value) {
-        return Some(Duration::from_millis(ms.min(limit_ms)));
+    let wait_ms = match parse_seconds(value) {
+        Some(ms) => ms,
+        None => parse_http_date(value)?.saturating_sub(now_ms),
+    };
+    match wait_ms.min(limit_ms) {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
     }
-    let at_ms = parse_http_date(value)?;
-    Some(Duration::from_millis(
-        at_ms.saturating_sub(now_ms).min(limit_ms),
-    ))
 }
 
 /// Seconds, possibly fractional, possibly negative (clamped to 0). Returns ms,
@@ -146,8 +147,12 @@ mod tests {
             ("3", Some(3_000)),
             (" 7 ", Some(7_000)),
             ("1.5", Some(1_500)),
-            ("0", Some(0)),
-            ("-4", Some(0)),
+            ("0", None),
+            ("0.000", None),
+            ("0.0004", None),
+            ("-4", None),
+            ("-0.5", None),
+            ("0.25", Some(250)),
             ("86400", Some(32_000)),
             ("99999999999999999999999", Some(32_000)),
             ("", None),
@@ -166,17 +171,22 @@ mod tests {
     fn http_dates_become_a_wait_from_now() {
         let at = |s: &str| parse_retry_after(s, NOW, LIMIT).map(|d| d.as_millis() as u64);
         assert_eq!(at("Wed, 21 Oct 2026 02:15:31 GMT"), Some(5_000));
-        assert_eq!(at("Wed, 21 Oct 2026 02:15:26 GMT"), Some(0));
+        assert_eq!(at("Wed, 21 Oct 2026 02:15:26 GMT"), None, "now: no hint");
         assert_eq!(
             at("Wed, 21 Oct 2026 02:00:00 GMT"),
-            Some(0),
-            "past dates wait 0"
+            None,
+            "a past date (clock skew) is no hint"
         );
         assert_eq!(at("Thu, 22 Oct 2026 02:15:26 GMT"), Some(32_000), "clamped");
         assert_eq!(at("Wed, 21 Oct 2026 02:15:31 UTC"), None);
         assert_eq!(at("Wed, 31 Feb 2026 02:15:31 GMT"), None);
         assert_eq!(at("Wed, 21 Oct 2026 25:15:31 GMT"), None);
         assert_eq!(at("21 Oct 2026 02:15:31 GMT"), None);
+    }
+
+    #[test]
+    fn a_limit_of_zero_turns_every_hint_off() {
+        assert_eq!(parse_retry_after("5", NOW, Duration::ZERO), None);
     }
 
     #[test]

@@ -82,15 +82,18 @@ impl Jitter {
 /// jitter (waiting checks retry every 6 s on average instead of 4 s), for
 /// the same time from recovery to verdict. 10 attempts (DESIGN.md's starting
 /// point) cover as little as 17 s with full jitter, less than the
-/// incident's 25 s stall; with equal jitter 20 attempts span at least 67 s,
-/// so the deadline stays the budget.
+/// incident's 25 s stall; with equal jitter 20 attempts span at least 67 s.
+/// The last attempt the limit allows is kept for the deadline's final
+/// window (`last_attempt_at_deadline`), so a check that announced "retrying
+/// for up to 90 s" really tries until then, whatever the jitter drew.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
     /// The first delay before jitter.
     pub base: Duration,
     /// Growth per retry (>= 1).
     pub factor: f64,
-    /// No delay is longer than this, jitter included.
+    /// No delay is longer than this, jitter included (but for the held last
+    /// attempt, see `last_attempt_at_deadline`).
     pub max_delay: Duration,
     /// Attempts in all, the first one included (>= 1).
     pub max_attempts: u32,
@@ -98,6 +101,12 @@ pub struct Backoff {
     pub deadline: Duration,
     /// The jitter kind.
     pub jitter: Jitter,
+    /// When true, the last attempt the limit allows starts at the
+    /// beginning of the deadline's final window, not earlier: the attempt
+    /// limit bounds the load, the deadline bounds the time, and a check
+    /// never gives up before the time it announced. Off only to model other
+    /// designs (the seed PRs), whose deadline is not a budget.
+    pub last_attempt_at_deadline: bool,
 }
 
 impl Default for Backoff {
@@ -116,6 +125,7 @@ impl Backoff {
             max_attempts: 20,
             deadline: Duration::from_secs(90),
             jitter: Jitter::Equal,
+            last_attempt_at_deadline: true,
         }
     }
 
@@ -147,6 +157,11 @@ impl Backoff {
     /// Sets the jitter kind.
     pub const fn with_jitter(mut self, jitter: Jitter) -> Self {
         self.jitter = jitter;
+        self
+    }
+    /// Sets whether the last attempt is kept for the deadline's final window.
+    pub const fn with_last_attempt_at_deadline(mut self, hold: bool) -> Self {
+        self.last_attempt_at_deadline = hold;
         self
     }
 
@@ -196,6 +211,13 @@ impl Schedule {
     /// check does not give up up to a whole capped delay (8 s) before its
     /// deadline, and still ends by it.
     pub fn next_delay(&mut self, elapsed: Duration, random: &mut RandomSource) -> Option<Duration> {
+        let delay = self.own_delay(elapsed, random)?;
+        self.admit(elapsed, delay)
+    }
+
+    /// The schedule's own wait before the next attempt (see
+    /// [`Schedule::next_delay`]), without counting it.
+    fn own_delay(&self, elapsed: Duration, random: &mut RandomSource) -> Option<Duration> {
         if self.attempts >= self.backoff.max_attempts {
             return None;
         }
@@ -203,11 +225,15 @@ impl Schedule {
         if elapsed >= latest_start {
             return None;
         }
+        let last = self.attempts + 1 == self.backoff.max_attempts;
+        if last && self.backoff.last_attempt_at_deadline {
+            return Some(latest_start - elapsed);
+        }
         let delay = self.jittered(random);
         if elapsed.saturating_add(delay) >= latest_start {
-            return self.admit(elapsed, latest_start - elapsed);
+            return Some(latest_start - elapsed);
         }
-        self.admit(elapsed, delay)
+        Some(delay)
     }
 
     /// The last moment an attempt may start: the deadline less the final
@@ -218,26 +244,32 @@ impl Schedule {
     }
 
     /// Like [`Schedule::next_delay`], but the server said how long to wait
-    /// (`Retry-After`): its wait replaces the backoff (server pushback, as in
-    /// gRPC's retry design), still within the attempt limit and deadline.
-    /// Unless jitter is `none`, up to half the wait again is added at random:
-    /// never sooner than the server asked, but a fleet told "retry after 1 s"
-    /// does not come back in the same millisecond.
+    /// (`Retry-After`, server pushback as in gRPC's retry design): its wait
+    /// may lengthen the schedule's own delay, never shorten it, still within
+    /// the attempt limit and deadline. Unless jitter is `none`, up to half
+    /// the server's wait again is added at random: never sooner than the
+    /// server asked, but a fleet told "retry after 1 s" does not come back
+    /// in the same millisecond.
     pub fn next_delay_after_pushback(
         &mut self,
         elapsed: Duration,
         pushback: Duration,
         random: &mut RandomSource,
     ) -> Option<Duration> {
-        if self.attempts >= self.backoff.max_attempts {
-            return None;
-        }
+        let own = self.own_delay(elapsed, random)?;
         let ms = millis(pushback);
         let spread = match self.backoff.jitter {
             Jitter::None => 0,
             _ => random.between(0, ms / 2),
         };
-        self.admit(elapsed, Duration::from_millis(ms.saturating_add(spread)))
+        let asked = Duration::from_millis(ms.saturating_add(spread));
+        if asked <= own {
+            return self.admit(elapsed, own);
+        }
+        if elapsed.saturating_add(asked) >= self.backoff.deadline {
+            return None;
+        }
+        self.admit(elapsed, asked)
     }
 
     /// Every delay of a schedule whose attempts all fail at once: the
@@ -316,6 +348,32 @@ mod tests {
         );
     }
 
+    /// Issue 10, bug 3: the attempt limit never ends a schedule before the
+    /// deadline it announces. With equal jitter, 20 attempts span as little
+    /// as 67.5 s; the last attempt is kept for the final window.
+    #[test]
+    fn the_default_schedule_covers_its_deadline_for_every_draw() {
+        for seed in 0..2_000 {
+            let d = delays(Backoff::default(), seed);
+            assert!(d.len() <= 19, "seed {seed}: {} retries", d.len());
+            let span: u64 = d.iter().sum();
+            assert!(
+                (89_000..90_000).contains(&span),
+                "seed {seed}: the last attempt starts at {span} ms: {d:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_pushback_never_shortens_the_schedule() {
+        let b = Backoff::new().with_jitter(Jitter::None);
+        let mut s = Schedule::new(b);
+        let r = &mut RandomSource::seeded(1);
+        assert_eq!(s.next_delay_after_pushback(ms(0), ms(10), r), Some(ms(1_000)));
+        assert_eq!(s.next_delay_after_pushback(ms(1_000), ms(0), r), Some(ms(2_000)));
+        assert_eq!(s.next_delay_after_pushback(ms(3_000), ms(6_000), r), Some(ms(6_000)));
+    }
+
     #[test]
     fn seed_64_schedule_is_reproduced() {
         // PR #64: 4 attempts, 3/6/12 s, no jitter.
@@ -325,7 +383,8 @@ mod tests {
             .with_max_delay(ms(60_000))
             .with_max_attempts(4)
             .with_deadline(ms(600_000))
-            .with_jitter(Jitter::None);
+            .with_jitter(Jitter::None)
+            .with_last_attempt_at_deadline(false);
         assert_eq!(delays(b, 0), [3000, 6000, 12_000]);
     }
 
@@ -337,7 +396,8 @@ mod tests {
             .with_max_delay(ms(8000))
             .with_max_attempts(6)
             .with_deadline(ms(600_000))
-            .with_jitter(Jitter::None);
+            .with_jitter(Jitter::None)
+            .with_last_attempt_at_deadline(false);
         assert_eq!(delays(b, 0), [1500, 3000, 6000, 8000, 8000]);
     }
 
@@ -376,9 +436,11 @@ mod tests {
             None,
             "would start past the deadline"
         );
+        // The third attempt is the last the limit allows: it is kept for
+        // the final window (19 s), later than the server asked.
         assert_eq!(
             s.next_delay_after_pushback(ms(16_000), ms(1_000), r),
-            Some(ms(1_000))
+            Some(ms(3_000))
         );
         assert_eq!(s.attempts(), 3);
         assert_eq!(
@@ -443,6 +505,7 @@ mod properties {
                     .with_max_attempts(attempts)
                     .with_deadline(Duration::from_millis(deadline))
                     .with_jitter(jitter)
+                    .with_last_attempt_at_deadline(attempts % 2 == 0)
             })
     }
 
@@ -458,6 +521,14 @@ mod properties {
             let latest_start = b.deadline.saturating_sub(window);
             while let Some(d) = schedule.next_delay(elapsed, &mut random) {
                 let exp = b.exponential(n);
+                if b.last_attempt_at_deadline && n + 2 == b.max_attempts {
+                    // The last attempt the limit allows waits for the final
+                    // window, however long that is: it is exempt from the cap.
+                    prop_assert_eq!(elapsed + d, latest_start, "the held last attempt");
+                    elapsed += d;
+                    n += 1;
+                    continue;
+                }
                 prop_assert!(d <= b.max_delay, "delay {d:?} over cap");
                 prop_assert!(elapsed + d <= latest_start, "an attempt starts inside the final window");
                 // The one wait cut short to fit the final attempt is exempt

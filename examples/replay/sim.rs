@@ -77,6 +77,8 @@ impl Policy {
         s.backoff.max_attempts = 4;
         s.backoff.deadline = Duration::from_secs(3600);
         s.backoff.jitter = Jitter::None;
+        // Its attempt limit ends the retries; it had no deadline to cover.
+        s.backoff.last_attempt_at_deadline = false;
         s.request_timeout = Duration::from_secs(15);
         s.max_retry_after = Duration::ZERO;
         Policy {
@@ -97,6 +99,8 @@ impl Policy {
         s.backoff.max_attempts = 6;
         s.backoff.deadline = Duration::from_secs(3600);
         s.backoff.jitter = Jitter::Equal;
+        // Its attempt limit ends the retries; it had no deadline to cover.
+        s.backoff.last_attempt_at_deadline = false;
         s.request_timeout = Duration::from_secs(15);
         s.max_retry_after = Duration::ZERO;
         Policy {
