@@ -396,7 +396,8 @@ pub struct Preflight {
 /// (a cluster that forbids it, a broken aggregation layer) must not make the
 /// fast path worse than no fast path: after this many answers, fall back.
 /// Connection failures (no answer at all) do not count: access reviews would
-/// fail the same way.
+/// fail the same way. Nor do throttled answers (429, 503): a server that
+/// sheds load must never make the check send more requests.
 pub const RULES_REFUSALS_BEFORE_FALLBACK: u32 = 3;
 
 impl Preflight {
@@ -742,7 +743,7 @@ impl Preflight {
         let class = classify(facts, now, self.settings.max_retry_after);
         let evidence = describe(&class, facts);
         if matches!(self.probes[probe].probe, Probe::Rules) && !self.stopping {
-            if facts.status.is_some() {
+            if counts_as_refusal(&class, facts) {
                 self.rules_refusals += 1;
             }
             let fatal = matches!(class, Class::Fatal { .. });
@@ -1106,6 +1107,18 @@ pub fn cache_file_name<'a>(
                 permissions: permission::fingerprint(&permissions),
             })
         }))
+}
+
+/// True when an error answer to the rules review counts toward
+/// [`RULES_REFUSALS_BEFORE_FALLBACK`]: an HTTP status that is not a sign of
+/// load. A throttled answer (429, or 503 with `Retry-After`) or a 503 says
+/// the server is overloaded; falling back would send 13 requests where one
+/// was refused, so it is retried like any transient failure instead.
+fn counts_as_refusal(class: &Class, facts: &ErrorFacts) -> bool {
+    match facts.status {
+        None | Some(503) => false,
+        Some(_) => !matches!(class, Class::Throttled { .. }),
+    }
 }
 
 fn describe(class: &Class, facts: &ErrorFacts) -> String {

@@ -366,3 +366,29 @@ fn refused_connections_do_not_count_toward_the_fallback() {
         "five refused connections did not fan out"
     );
 }
+
+/// Issue 10: a throttled answer must never make the check send more
+/// requests. Three 429s to the rules review used to trigger the fall-back to
+/// 13 access reviews (60 requests in 8 s of throttling instead of about 7).
+#[test]
+fn throttled_rules_reviews_never_fan_out() {
+    for (code, retry_after) in [(429, None), (429, Some("1")), (503, Some("2")), (503, None)] {
+        let mut c = check();
+        let mut server = role_server(full_role(), false);
+        let run = drive(&mut c, T0, |now, s| {
+            if now < T0 + 8_000 {
+                let mut f = status(code);
+                f.retry_after = retry_after.map(str::to_string);
+                fail(f)
+            } else {
+                server(now, s)
+            }
+        });
+        assert_eq!(run.outcome.verdict, Verdict::Allowed, "{code} {retry_after:?}");
+        assert!(
+            run.sent.iter().all(|s| s.is_rules()),
+            "{code} {retry_after:?}: throttling fanned out to {} access reviews",
+            run.sent.iter().filter(|s| !s.is_rules()).count()
+        );
+    }
+}
