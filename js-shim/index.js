@@ -197,40 +197,45 @@ function createAuthPreflight(options) {
 
 /**
  * One request, as the core asked for it: `action.request` is
- * `{ kind: 'accessReview' | 'rulesReview', body }`.
+ * `{ kind: 'accessReview' | 'rulesReview', body }`. The answer's body goes
+ * to the core as the server sent it: the core reads it and decides what a
+ * malformed one means.
  */
 async function review(api, action, signal) {
   const { request } = action;
-  if (request.kind === 'rulesReview') return rulesReview(api, request.body, signal);
-  const response = await api.createSelfSubjectAccessReview({ body: request.body }, withAbortSignal(signal));
-  const status = response && response.status;
-  if (!status || typeof status.allowed !== 'boolean') return malformed('the review response has no status.allowed');
-  return { type: 'reviewed', allowed: status.allowed, reason: typeof status.reason === 'string' ? status.reason : null };
+  const call = { body: request.body };
+  const capture = capturingBody(signal);
+  if (request.kind === 'rulesReview') {
+    await api.createSelfSubjectRulesReview(call, capture.options);
+    return { type: 'rulesBody', body: capture.body() };
+  }
+  await api.createSelfSubjectAccessReview(call, capture.options);
+  return { type: 'accessBody', body: capture.body() };
 }
 
-/** One SelfSubjectRulesReview; its rules go to the core as plain data. */
-async function rulesReview(api, body, signal) {
-  const response = await api.createSelfSubjectRulesReview({ body }, withAbortSignal(signal));
-  const status = response && response.status;
-  if (!status || !Array.isArray(status.resourceRules)) return malformed('the rules review response has no status.resourceRules');
-  const strings = (list) => (Array.isArray(list) ? list.filter((x) => typeof x === 'string') : []);
-  return {
-    type: 'rulesReviewed',
-    status: {
-      resourceRules: status.resourceRules.map((rule) => ({
-        verbs: strings(rule && rule.verbs),
-        apiGroups: strings(rule && rule.apiGroups),
-        resources: strings(rule && rule.resources),
-        resourceNames: strings(rule && rule.resourceNames),
-      })),
-      incomplete: status.incomplete === true,
-      evaluationError: typeof status.evaluationError === 'string' ? status.evaluationError : null,
-    },
-  };
-}
-
-function malformed(message) {
-  return { type: 'failed', facts: { codes: [], timedOut: false, name: 'SyntaxError', message } };
+/**
+ * Call options that abort the call when `signal` fires and keep the raw
+ * text of the response body (read once, then handed back to the client
+ * unchanged). client-node turns a body into its typed model, coercing what
+ * does not fit (a string where a list belongs becomes a list of its
+ * characters); the core must see what the server said.
+ */
+function capturingBody(signal) {
+  const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
+  let text = '';
+  const options = withAbortSignal(signal);
+  options.middleware.push({
+    pre: (context) => resolved(context),
+    post: (response) => ({
+      toPromise: async () => {
+        text = await response.body.text();
+        const bytes = Buffer.from(text, 'utf8');
+        response.body = { text: async () => text, binary: async () => bytes };
+        return response;
+      },
+    }),
+  });
+  return { options, body: () => text };
 }
 
 function makeAuthorizationApi(kubeConfig) {

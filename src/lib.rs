@@ -30,6 +30,7 @@ pub mod preflight;
 pub mod random;
 pub mod retry_after;
 pub mod retry_quota;
+pub mod review_answer;
 pub mod rules;
 pub mod schedule;
 pub mod single_flight;

@@ -68,6 +68,7 @@ use crate::millis;
 use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
 use crate::retry_quota::{self, RetryQuota};
+use crate::review_answer::{self, AccessAnswer, Malformed};
 use crate::rules::{self, RulesStatus};
 use crate::schedule::Schedule;
 use crate::text::{self, quoted, seconds};
@@ -217,6 +218,19 @@ pub enum ProbeResult {
         /// The review's status.
         status: RulesStatus,
     },
+    /// An access review answered (2xx): its body, as the server sent it.
+    /// The core reads it ([`crate::review_answer`]); a body without a
+    /// boolean `status.allowed` is a malformed answer.
+    AccessBody {
+        /// The response body.
+        body: String,
+    },
+    /// The rules review answered (2xx): its body, as the server sent it. A
+    /// body whose fields are not of their documented types proves nothing.
+    RulesBody {
+        /// The response body.
+        body: String,
+    },
     /// A generic call ([`Preflight::for_call`]) succeeded.
     Succeeded,
     /// The request failed; the facts the shim saw.
@@ -350,6 +364,10 @@ struct ProbeRun {
     attempt: u32,
     /// Retry-quota tokens the next attempt took when it was scheduled.
     tokens_for_next: u32,
+    /// Answers `allowed: false` with an evaluation error so far.
+    evaluation_errors: u32,
+    /// The last evaluation error the API gave for this probe.
+    evaluation_error: Option<String>,
 }
 
 /// One preflight check (or one generic call). See the module docs.
@@ -372,6 +390,7 @@ pub struct Preflight {
     pending_warnings: Vec<String>,
     warnings: Vec<String>,
     warned_unreachable: bool,
+    warned_evaluation_error: bool,
     /// Error answers (an HTTP status) to the rules review so far.
     rules_refusals: u32,
     /// The check's retry token bucket, when the quota is on.
@@ -399,6 +418,25 @@ pub struct Preflight {
 /// fail the same way. Nor do throttled answers (429, 503): a server that
 /// sheds load must never make the check send more requests.
 pub const RULES_REFUSALS_BEFORE_FALLBACK: u32 = 3;
+
+/// How many answers `allowed: false` with an `evaluationError` (and no
+/// outright `denied`) one permission may get before they count as a denial.
+/// Such an answer means no authorizer allowed the request and one of them
+/// failed: a webhook that is down (transient, often during the same
+/// control-plane trouble this package rides through), or RBAC finding a
+/// binding to a missing role (permanent, and a real denial). A few quick
+/// retries tell the two apart without holding a real denial for the whole
+/// deadline; the denial then quotes the API's error.
+pub const EVALUATION_ERROR_ANSWERS: u32 = 3;
+
+/// What a result says, once read (see [`Preflight::on_result`]).
+enum Answer {
+    Failed(ErrorFacts),
+    Succeeded,
+    Access(AccessAnswer),
+    Rules(RulesStatus),
+    Malformed(Malformed),
+}
 
 impl Preflight {
     /// A permission check of `permissions` in `namespace`.
@@ -523,6 +561,8 @@ impl Preflight {
                 state: State::Due { at_ms: now_ms },
                 attempt: 0,
                 tokens_for_next: 0,
+                evaluation_errors: 0,
+                evaluation_error: None,
             })
             .collect();
         let quota = settings.retry_quota.map(RetryQuota::new);
@@ -542,6 +582,7 @@ impl Preflight {
             pending_warnings: Vec::new(),
             warnings: Vec::new(),
             warned_unreachable: false,
+            warned_evaluation_error: false,
             rules_refusals: 0,
             quota,
             quota_spent: false,
@@ -643,36 +684,100 @@ impl Preflight {
         if !current || self.outcome.is_some() {
             return Ok(Accepted::Stale);
         }
-        let answered = match (&run.probe, &result) {
-            (_, ProbeResult::Failed { .. }) => false,
-            (Probe::Call, ProbeResult::Succeeded)
-            | (Probe::Access(_), ProbeResult::Reviewed { .. })
-            | (Probe::Rules, ProbeResult::RulesReviewed { .. }) => true,
+        let answer = match (&run.probe, result) {
+            (_, ProbeResult::Failed { facts }) => Answer::Failed(facts),
+            (Probe::Call, ProbeResult::Succeeded) => Answer::Succeeded,
+            (Probe::Access(_), ProbeResult::Reviewed { allowed, reason }) => {
+                Answer::Access(AccessAnswer {
+                    allowed,
+                    denied: false,
+                    reason,
+                    evaluation_error: None,
+                })
+            }
+            (Probe::Access(_), ProbeResult::AccessBody { body }) => {
+                match review_answer::access_answer(&body) {
+                    Ok(answer) => Answer::Access(answer),
+                    Err(why) => Answer::Malformed(why),
+                }
+            }
+            (Probe::Rules, ProbeResult::RulesReviewed { status }) => Answer::Rules(status),
+            (Probe::Rules, ProbeResult::RulesBody { body }) => {
+                match review_answer::rules_answer(&body) {
+                    Ok(status) => Answer::Rules(status),
+                    Err(why) => Answer::Malformed(why),
+                }
+            }
             _ => return Err(ResultError::WrongResultKind(probe)),
         };
-        if answered {
+        if !matches!(answer, Answer::Failed(_)) {
             // The first answer wins; the other copy's, if any, is stale.
             if let (Some(quota), State::InFlight(a)) = (&mut self.quota, &run.state) {
                 quota.on_answer(a.tokens_taken);
             }
         }
-        match (&run.probe, result) {
-            (_, ProbeResult::Failed { facts }) => self.copy_failed(probe, attempt, facts, now),
-            (Probe::Call, ProbeResult::Succeeded) => self.probes[probe].state = State::Allowed,
-            (Probe::Access(_), ProbeResult::Reviewed { allowed: true, .. }) => {
-                self.probes[probe].state = State::Allowed
-            }
-            (Probe::Access(_), ProbeResult::Reviewed { allowed: false, .. }) => {
-                self.probes[probe].state = State::Denied;
-                self.stopping = true;
-            }
-            (Probe::Rules, ProbeResult::RulesReviewed { status }) => {
+        match answer {
+            Answer::Failed(facts) => self.copy_failed(probe, attempt, facts, now),
+            Answer::Succeeded => self.probes[probe].state = State::Allowed,
+            Answer::Access(answer) => self.on_access_answer(probe, answer, now),
+            Answer::Rules(status) => {
                 self.probes[probe].state = State::Allowed;
                 self.apply_rules(&status, now);
             }
-            _ => return Err(ResultError::WrongResultKind(probe)),
+            Answer::Malformed(Malformed(why)) => {
+                if matches!(self.probes[probe].probe, Probe::Rules) {
+                    // Fields of the wrong type prove nothing: ask every
+                    // permission instead (issue 10).
+                    self.pending_warnings.push(format!(
+                        "The SelfSubjectRulesReview's answer does not have the documented types ({why}); it proves nothing, so each permission is asked with its own access review."
+                    ));
+                    self.skip_rules(probe, now);
+                } else {
+                    self.probes[probe].state = State::Fatal(format!(
+                        "the SelfSubjectAccessReview's answer is malformed ({why})"
+                    ));
+                    self.stopping = true;
+                }
+            }
         }
         Ok(Accepted::Applied)
+    }
+
+    /// An access review answered. `allowed: false` is a denial, unless no
+    /// authorizer said no outright (`denied` is not true) and one of them
+    /// failed (`evaluationError`): then the answer may be the failure's,
+    /// not RBAC's. Such an answer is retried like a transient error, up to
+    /// [`EVALUATION_ERROR_ANSWERS`] times; if it persists, it is a denial
+    /// whose message quotes the API's error.
+    fn on_access_answer(&mut self, probe: usize, answer: AccessAnswer, now: u64) {
+        if answer.allowed {
+            self.probes[probe].state = State::Allowed;
+            return;
+        }
+        if let (false, Some(error)) = (answer.denied, answer.evaluation_error) {
+            let run = &mut self.probes[probe];
+            run.evaluation_errors += 1;
+            let error = text::clip(&error, 300);
+            let evidence = format!(
+                "the API answered allowed: false with an evaluation error: {}",
+                quoted(&error)
+            );
+            run.evaluation_error = Some(error);
+            if run.evaluation_errors < EVALUATION_ERROR_ANSWERS && !self.stopping {
+                if !self.warned_evaluation_error {
+                    self.warned_evaluation_error = true;
+                    self.pending_warnings.push(format!(
+                        "An authorizer failed while the Kubernetes API checked a permission ({evidence}); asking again before calling it a denial."
+                    ));
+                }
+                self.last_error = Some(evidence.clone());
+                let class = Class::Transient { why: evidence };
+                self.retry_later(probe, &ErrorFacts::default(), &class, now);
+                return;
+            }
+        }
+        self.probes[probe].state = State::Denied;
+        self.stopping = true;
     }
 
     /// The rules review answered: what it proves needs no request; the
@@ -760,6 +865,13 @@ impl Preflight {
             return;
         }
         self.note_transient(evidence);
+        self.retry_later(probe, facts, &class, now);
+    }
+
+    /// Schedules the next attempt of `probe` after a failure of class
+    /// `class`, or ends the probe (exhausted) when the schedule, the retry
+    /// quota or the end of the check says so.
+    fn retry_later(&mut self, probe: usize, facts: &ErrorFacts, class: &Class, now: u64) {
         if self.stopping {
             self.probes[probe].state = State::Exhausted;
             return;
@@ -772,7 +884,7 @@ impl Preflight {
                 ..
             } => run.schedule.next_delay_after_pushback(
                 elapsed,
-                Duration::from_millis(ms),
+                Duration::from_millis(*ms),
                 &mut self.random,
             ),
             _ => run.schedule.next_delay(elapsed, &mut self.random),
@@ -1026,6 +1138,17 @@ impl Preflight {
                 let mut text = format!("denied: {} in namespace {}", names.join(", "), quoted(&self.namespace));
                 if unchecked > 0 {
                     text.push_str(&format!(" ({unchecked} other permission(s) could not be checked)"));
+                }
+                let evaluation_error = self
+                    .probes
+                    .iter()
+                    .filter(|run| matches!(run.state, State::Denied))
+                    .find_map(|run| run.evaluation_error.as_deref());
+                if let Some(error) = evaluation_error {
+                    text.push_str(&format!(
+                        "; the API also reported an evaluation error, {}: an authorizer failed, and the denial may be that failure's rather than RBAC's",
+                        quoted(error)
+                    ));
                 }
                 text
             }

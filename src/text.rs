@@ -36,6 +36,15 @@ pub(crate) fn quote_with(
     out
 }
 
+/// At most `max` characters of `s`, with `...` when cut: for texts from
+/// the server that a message quotes.
+pub fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((end, _)) => format!("{}...", &s[..end]),
+        None => s.to_string(),
+    }
+}
+
 /// `n` in lower-case hex, no leading zeros (`1b`), as `{:x}` writes it.
 fn push_hex(out: &mut String, n: u32) {
     let mut shift = 28;

@@ -678,3 +678,77 @@ fn twenty_attempts_cover_the_announced_deadline_for_every_seed() {
         );
     }
 }
+
+/// Issue 10: `allowed: false` with an `evaluationError` (an authorizer in
+/// the chain failed) is asked again; when it persists it is a denial whose
+/// message says what the API said.
+#[test]
+fn a_denial_with_an_evaluation_error_is_asked_again_then_quoted() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, s| {
+        if s.probe == 4 {
+            body(r#"{"status":{"allowed":false,"evaluationError":"webhook \"authz\" failed: connection refused"}}"#)
+        } else {
+            body(r#"{"status":{"allowed":true}}"#)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Denied);
+    assert_eq!(per_probe(&run)[&4], 3, "asked three times");
+    assert_eq!(run.outcome.missing.len(), 1);
+    assert!(
+        run.outcome.message.contains("evaluation error")
+            && run.outcome.message.contains("webhook \\\"authz\\\" failed: connection refused"),
+        "{}",
+        run.outcome.message
+    );
+    assert!(run.outcome.delete_record);
+    assert!(run.warnings.iter().any(|w| w.contains("An authorizer failed")), "{:?}", run.warnings);
+}
+
+#[test]
+fn an_evaluation_error_that_clears_is_allowed_and_an_outright_denial_is_not_retried() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, s| {
+        if s.probe == 2 && s.attempt == 1 {
+            body(r#"{"status":{"allowed":false,"evaluationError":"webhook timeout"}}"#)
+        } else {
+            body(r#"{"status":{"allowed":true}}"#)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.outcome.requests, 14);
+
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |_, s| {
+        if s.probe == 2 {
+            body(r#"{"status":{"allowed":false,"denied":true,"evaluationError":"partial"}}"#)
+        } else {
+            body(r#"{"status":{"allowed":true}}"#)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Denied);
+    assert_eq!(per_probe(&run)[&2], 1, "an outright denial is final");
+}
+
+/// An access review's body without a boolean `status.allowed` is a
+/// malformed answer (an error, never a verdict of either kind).
+#[test]
+fn a_malformed_access_review_body_is_an_error_not_a_verdict() {
+    for text in [
+        r#"{"status":{}}"#,
+        r#"{"status":{"allowed":"true"}}"#,
+        r#"{"kind":"Status"}"#,
+        "<html>",
+    ] {
+        let mut c = check(settings(), None, T0);
+        let run = drive(&mut c, T0, |_, s| {
+            if s.probe == 0 {
+                body(text)
+            } else {
+                body(r#"{"status":{"allowed":true}}"#)
+            }
+        });
+        assert_eq!(run.outcome.verdict, Verdict::Error, "{text}");
+        assert!(run.outcome.message.contains("malformed"), "{}", run.outcome.message);
+    }
+}

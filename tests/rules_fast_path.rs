@@ -392,3 +392,45 @@ fn throttled_rules_reviews_never_fan_out() {
         );
     }
 }
+
+/// Issue 10, bug 5: with access reviews that deny, the check answered
+/// `true` from a rules review whose fields were not of their documented
+/// types. Such a review proves nothing; the access reviews decide.
+#[test]
+fn a_malformed_rules_review_proves_nothing() {
+    let all = r#"{"verbs":["*"],"apiGroups":["*"],"resources":["*"]}"#;
+    for status in [
+        format!(r#"{{"resourceRules":[{all}],"incomplete":"true"}}"#),
+        format!(r#"{{"resourceRules":[{all}],"incomplete":1}}"#),
+        r#"{"resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"resourceNames":[42]}],"incomplete":false}"#.to_string(),
+        r#"{"resourceRules":[{"verbs":"*","apiGroups":["*"],"resources":["*"]}],"incomplete":false}"#.to_string(),
+    ] {
+        let mut c = check();
+        let run = drive(&mut c, T0, |_, s| {
+            if s.is_rules() {
+                body(&format!(r#"{{"status":{status}}}"#))
+            } else {
+                body(r#"{"status":{"allowed":false,"reason":"no RBAC rule"}}"#)
+            }
+        });
+        assert_eq!(run.outcome.verdict, Verdict::Denied, "{status}");
+        assert_eq!(run.outcome.proven_by_rules, 0, "{status}");
+        assert_eq!(run.sent.iter().filter(|s| s.is_rules()).count(), 1, "not retried");
+        assert!(
+            run.warnings.iter().any(|w| w.contains("does not have the documented types")),
+            "{status}: {:?}",
+            run.warnings
+        );
+    }
+    // The same rules, well-formed, prove everything in one request.
+    let mut c = check();
+    let run = drive(&mut c, T0, |_, s| {
+        if s.is_rules() {
+            body(&format!(r#"{{"status":{{"resourceRules":[{all}],"incomplete":false}}}}"#))
+        } else {
+            body(r#"{"status":{"allowed":false}}"#)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.outcome.requests, 1);
+}

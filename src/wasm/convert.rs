@@ -347,7 +347,8 @@ fn resource_rule(v: &JsValue) -> Conv<ResourceRule> {
 }
 
 /// A request's result, by its `type`: `{type: 'reviewed', allowed, reason?}`,
-/// `{type: 'rulesReviewed', status?}`, `{type: 'succeeded'}` or
+/// `{type: 'rulesReviewed', status?}`, `{type: 'accessBody', body}`,
+/// `{type: 'rulesBody', body}`, `{type: 'succeeded'}` or
 /// `{type: 'failed', facts?}`. Only the fields of that type are read.
 pub fn probe_result(v: &JsValue) -> Conv<ProbeResult> {
     let mut f = Fields::of(v)?;
@@ -364,6 +365,12 @@ pub fn probe_result(v: &JsValue) -> Conv<ProbeResult> {
                 None => RulesStatus::default(),
             },
         },
+        "accessBody" => ProbeResult::AccessBody {
+            body: f.required_string("body"),
+        },
+        "rulesBody" => ProbeResult::RulesBody {
+            body: f.required_string("body"),
+        },
         "succeeded" => ProbeResult::Succeeded,
         "failed" => ProbeResult::Failed {
             facts: match f.get_some("facts") {
@@ -373,7 +380,7 @@ pub fn probe_result(v: &JsValue) -> Conv<ProbeResult> {
         },
         other => {
             return Err(Bad::new(format!(
-                "{} (expected reviewed, rulesReviewed, succeeded or failed)",
+                "{} (expected reviewed, rulesReviewed, accessBody, rulesBody, succeeded or failed)",
                 quoted(other)
             ))
             .at("type"))

@@ -22,6 +22,9 @@ pub enum Reply {
     Review { allowed: bool, latency: u64 },
     /// Answer a rules review after `latency` ms with this status.
     Rules { status: RulesStatus, latency: u64 },
+    /// Answer after `latency` ms with this body, as the shim reports a 2xx
+    /// answer: `AccessBody` or `RulesBody` by the request's kind.
+    Body { body: String, latency: u64 },
     /// Fail after `latency` ms with these facts.
     Fail { facts: ErrorFacts, latency: u64 },
     /// Never answer (the shim's timeout, or the machine's, ends it).
@@ -88,6 +91,14 @@ pub fn status(code: u16) -> ErrorFacts {
 pub fn healthy(allowed: bool) -> Reply {
     Reply::Review {
         allowed,
+        latency: 10,
+    }
+}
+
+/// A body answer (see [`Reply::Body`]).
+pub fn body(text: &str) -> Reply {
+    Reply::Body {
+        body: text.to_string(),
         latency: 10,
     }
 }
@@ -174,6 +185,15 @@ pub fn drive(
                         probe,
                         attempt,
                         ProbeResult::RulesReviewed { status },
+                    )),
+                    Reply::Body { body, latency } => pending.push((
+                        now + latency,
+                        probe,
+                        attempt,
+                        match s.request {
+                            Request::RulesReview(_) => ProbeResult::RulesBody { body },
+                            _ => ProbeResult::AccessBody { body },
+                        },
                     )),
                     Reply::Fail { facts, latency } => {
                         pending.push((now + latency, probe, attempt, ProbeResult::Failed { facts }))

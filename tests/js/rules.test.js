@@ -182,7 +182,7 @@ test(`[${consumer.flavour}] rules prove 12 of 13, the 13th is asked and allowed 
   const { server, kc, cacheDir } = await setup(t, { role: roleWithoutAll([['create', 'pods/exec']]) });
   let swapped = 0;
   const observer = (event) => {
-    if (event.type === 'result' && event.result && event.result.type === 'rulesReviewed') {
+    if (event.type === 'result' && event.result && event.result.type === 'rulesBody') {
       server.configure({ role: fullRole() });
       swapped += 1;
     }
@@ -509,6 +509,30 @@ async function servedStatus(server, entry) {
   const { status, json } = await postJson(server, SSRR_PATH, RULES_REVIEW_BODY);
   assert.equal(status, 201, `${entry.name}: ${JSON.stringify(json)}`);
   return json.status;
+}
+
+// Issue 10, bug 5: a rules review whose fields are not of their documented
+// types proves nothing; the access reviews (which deny here) decide. Before
+// the fix the shim coerced each of these into a rule that proved all 13.
+for (const [name, status] of [
+  ['incomplete is the string "true"', { resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }], incomplete: 'true' }],
+  ['incomplete is the number 1', { resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }], incomplete: 1 }],
+  ['resourceNames holds a number', { resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], resourceNames: [42] }], incomplete: false }],
+  ['verbs is the string "*"', { resourceRules: [{ verbs: '*', apiGroups: ['*'], resources: ['*'] }], incomplete: false }],
+]) {
+  test(`[${consumer.flavour}] malformed rules review (${name}) proves nothing: the denying access reviews decide`, { timeout: 20_000 }, async (t) => {
+    const { server, kc, cacheDir } = await setup(t, { rulesStatus: status, accessStatus: { allowed: false, reason: 'no RBAC rule' } });
+    const log = captureLogger();
+    const check = newCheck({ kc, cacheDir, env: rulesEnv(), logger: log.logger });
+    assert.equal(await check.isAuthPermissionsOK(), false);
+    const outcome = check.lastOutcome();
+    assert.equal(outcome.verdict, 'denied');
+    assert.equal(outcome.provenByRules, 0);
+    assert.equal(server.counts().byKind.ssrr, 1, 'the malformed review is not retried');
+    assert.ok(server.counts().byKind.ssar >= 1);
+    assert.ok(log.warnings.some((w) => w.includes('does not have the documented types')), log.warnings.join('\n'));
+    assert.equal(listDir(cacheDir).length, 0, 'nothing cached');
+  });
 }
 
 test(`[${consumer.flavour}] rulesProve agrees with the loopback apiserver's RBAC evaluation for every (Role, permission) pair; an incomplete review proves none`, { timeout: 20_000 }, async (t) => {

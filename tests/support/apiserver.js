@@ -246,6 +246,8 @@ const delay = (ms) =>
  * @param {string} [options.namespace='ci'] the Role's namespace
  * @param {boolean} [options.rulesIncomplete=false] SSRR status.incomplete
  * @param {number|null} [options.rulesReviewStatus=null] answer every SSRR with this HTTP status
+ * @param {object|null} [options.rulesStatus=null] answer every SSRR with exactly this `status` (malformed on purpose, say)
+ * @param {object|null} [options.accessStatus=null] answer every SSAR with exactly this `status`
  * @param {number} [options.latencyMs=0] added latency for healthy answers
  * @param {number} [options.port=0] 0 picks a free port
  * @param {string} [options.phase='healthy'] initial phase
@@ -259,6 +261,8 @@ async function startApiServer(options = {}) {
     namespace: options.namespace === undefined ? 'ci' : options.namespace,
     rulesIncomplete: Boolean(options.rulesIncomplete),
     rulesReviewStatus: checkRulesReviewStatus(options.rulesReviewStatus),
+    rulesStatus: options.rulesStatus || null,
+    accessStatus: options.accessStatus || null,
     latencyMs: options.latencyMs || 0,
   };
 
@@ -670,8 +674,8 @@ async function startApiServer(options = {}) {
         }
       } else {
         const verdict = evaluateRole(config.role, config.namespace, attrs);
-        const status = { allowed: verdict.allowed };
-        if (verdict.allowed) {
+        const status = config.accessStatus ? { ...config.accessStatus } : { allowed: verdict.allowed };
+        if (verdict.allowed && !config.accessStatus) {
           status.reason = `RBAC: allowed by RoleBinding "runner/${config.namespace}" of Role "runner" (rule ${verdict.ruleIndex}) to ServiceAccount "runner/${config.namespace}"`;
         }
         answer = {
@@ -684,12 +688,12 @@ async function startApiServer(options = {}) {
       }
     } else {
       const matches = spec.namespace === config.namespace;
-      const status = {
+      const status = config.rulesStatus || {
         resourceRules: matches ? rulesForReview(config.role) : [],
         nonResourceRules: [],
         incomplete: config.rulesIncomplete,
       };
-      if (config.rulesIncomplete) status.evaluationError = INCOMPLETE_ERROR;
+      if (config.rulesIncomplete && !config.rulesStatus) status.evaluationError = INCOMPLETE_ERROR;
       answer = {
         ...body,
         apiVersion: body.apiVersion || 'authorization.k8s.io/v1',
