@@ -150,7 +150,9 @@ mod tests {
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
     fn rules(status: &str) -> Result<RulesStatus, Malformed> {
-        rules_answer(&format!(r#"{{"kind":"SelfSubjectRulesReview","status":{status}}}"#))
+        rules_answer(&format!(
+            r#"{{"kind":"SelfSubjectRulesReview","status":{status}}}"#
+        ))
     }
 
     #[test]
@@ -194,14 +196,23 @@ mod tests {
         ] {
             assert!(rules(&status).is_err(), "accepted {status}");
         }
-        for body in ["", "null", "[]", "{}", r#"{"status":null}"#, "{\"status\":{", "\u{0}"] {
+        for body in [
+            "",
+            "null",
+            "[]",
+            "{}",
+            r#"{"status":null}"#,
+            "{\"status\":{",
+            "\u{0}",
+        ] {
             assert!(rules_answer(body).is_err(), "accepted {body:?}");
         }
     }
 
     #[test]
     fn access_answers_need_a_boolean_allowed() {
-        let a = access_answer(r#"{"status":{"allowed":false,"denied":true,"reason":"no"}}"#).unwrap();
+        let a =
+            access_answer(r#"{"status":{"allowed":false,"denied":true,"reason":"no"}}"#).unwrap();
         assert!(!a.allowed && a.denied);
         assert_eq!(a.reason.as_deref(), Some("no"));
         let e = access_answer(r#"{"status":{"allowed":false,"evaluationError":"webhook down"}}"#)
@@ -225,7 +236,10 @@ mod tests {
 
     #[test]
     fn a_huge_or_deep_body_is_refused_with_a_short_reason() {
-        let huge = format!(r#"{{"status":{{"allowed":true,"reason":"{}"}}}}"#, "x".repeat(MAX_BODY_BYTES));
+        let huge = format!(
+            r#"{{"status":{{"allowed":true,"reason":"{}"}}}}"#,
+            "x".repeat(MAX_BODY_BYTES)
+        );
         let why = access_answer(&huge).unwrap_err();
         assert!(why.0.contains("larger than"), "{why:?}");
         // Deep nesting in an unknown field is skipped without recursion; in

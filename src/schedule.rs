@@ -369,9 +369,18 @@ mod tests {
         let b = Backoff::new().with_jitter(Jitter::None);
         let mut s = Schedule::new(b);
         let r = &mut RandomSource::seeded(1);
-        assert_eq!(s.next_delay_after_pushback(ms(0), ms(10), r), Some(ms(1_000)));
-        assert_eq!(s.next_delay_after_pushback(ms(1_000), ms(0), r), Some(ms(2_000)));
-        assert_eq!(s.next_delay_after_pushback(ms(3_000), ms(6_000), r), Some(ms(6_000)));
+        assert_eq!(
+            s.next_delay_after_pushback(ms(0), ms(10), r),
+            Some(ms(1_000))
+        );
+        assert_eq!(
+            s.next_delay_after_pushback(ms(1_000), ms(0), r),
+            Some(ms(2_000))
+        );
+        assert_eq!(
+            s.next_delay_after_pushback(ms(3_000), ms(6_000), r),
+            Some(ms(6_000))
+        );
     }
 
     #[test]

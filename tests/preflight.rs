@@ -627,7 +627,10 @@ fn a_retry_after_of_zero_negative_past_or_garbage_never_makes_a_storm() {
             "{value}: the last attempt started {} ms after the first",
             last - T0
         );
-        assert!(run.warnings[0].contains("retrying for up to 90 s"), "{value}");
+        assert!(
+            run.warnings[0].contains("retrying for up to 90 s"),
+            "{value}"
+        );
     }
 }
 
@@ -655,7 +658,11 @@ fn a_short_retry_after_never_shortens_the_backoff() {
         .map(|s| s.at - T0)
         .collect();
     // Failures arrive 5 ms after each request; waits are 1, 2, 4, 8, 8 s.
-    assert_eq!(&probe0[..5], &[0, 1_005, 3_010, 7_015, 15_020], "{probe0:?}");
+    assert_eq!(
+        &probe0[..5],
+        &[0, 1_005, 3_010, 7_015, 15_020],
+        "{probe0:?}"
+    );
 }
 
 /// With refused connections (each attempt fails at once), the attempt
@@ -687,7 +694,9 @@ fn a_denial_with_an_evaluation_error_is_asked_again_then_quoted() {
     let mut c = check(settings(), None, T0);
     let run = drive(&mut c, T0, |_, s| {
         if s.probe == 4 {
-            body(r#"{"status":{"allowed":false,"evaluationError":"webhook \"authz\" failed: connection refused"}}"#)
+            body(
+                r#"{"status":{"allowed":false,"evaluationError":"webhook \"authz\" failed: connection refused"}}"#,
+            )
         } else {
             body(r#"{"status":{"allowed":true}}"#)
         }
@@ -697,12 +706,21 @@ fn a_denial_with_an_evaluation_error_is_asked_again_then_quoted() {
     assert_eq!(run.outcome.missing.len(), 1);
     assert!(
         run.outcome.message.contains("evaluation error")
-            && run.outcome.message.contains("webhook \\\"authz\\\" failed: connection refused"),
+            && run
+                .outcome
+                .message
+                .contains("webhook \\\"authz\\\" failed: connection refused"),
         "{}",
         run.outcome.message
     );
     assert!(run.outcome.delete_record);
-    assert!(run.warnings.iter().any(|w| w.contains("An authorizer failed")), "{:?}", run.warnings);
+    assert!(
+        run.warnings
+            .iter()
+            .any(|w| w.contains("An authorizer failed")),
+        "{:?}",
+        run.warnings
+    );
 }
 
 #[test]
@@ -749,6 +767,10 @@ fn a_malformed_access_review_body_is_an_error_not_a_verdict() {
             }
         });
         assert_eq!(run.outcome.verdict, Verdict::Error, "{text}");
-        assert!(run.outcome.message.contains("malformed"), "{}", run.outcome.message);
+        assert!(
+            run.outcome.message.contains("malformed"),
+            "{}",
+            run.outcome.message
+        );
     }
 }

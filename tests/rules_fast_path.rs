@@ -384,7 +384,11 @@ fn throttled_rules_reviews_never_fan_out() {
                 server(now, s)
             }
         });
-        assert_eq!(run.outcome.verdict, Verdict::Allowed, "{code} {retry_after:?}");
+        assert_eq!(
+            run.outcome.verdict,
+            Verdict::Allowed,
+            "{code} {retry_after:?}"
+        );
         assert!(
             run.sent.iter().all(|s| s.is_rules()),
             "{code} {retry_after:?}: throttling fanned out to {} access reviews",
@@ -426,7 +430,9 @@ fn a_malformed_rules_review_proves_nothing() {
     let mut c = check();
     let run = drive(&mut c, T0, |_, s| {
         if s.is_rules() {
-            body(&format!(r#"{{"status":{{"resourceRules":[{all}],"incomplete":false}}}}"#))
+            body(&format!(
+                r#"{{"status":{{"resourceRules":[{all}],"incomplete":false}}}}"#
+            ))
         } else {
             body(r#"{"status":{"allowed":false}}"#)
         }
