@@ -301,33 +301,74 @@ pub enum Problem {
     /// A variable with our prefix that we do not read (a typo?).
     #[error("not a setting of this package")]
     UnknownVariable,
+    /// A value that is not text (an object, an array, a function, ... in
+    /// the `env` option): its type.
+    #[error("a value of type {0}, not a string, number or boolean")]
+    NotText(&'static str),
+}
+
+/// One environment value as the host gave it. `process.env` holds only
+/// text; the `env` option of the JS API may hold anything, and the boundary
+/// turns numbers and booleans into their text (`3000`, `false`) and reports
+/// the type of anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvValue<'a> {
+    /// Text, to be parsed by the setting's rules.
+    Text(&'a str),
+    /// Something that is not text: its type (`object`, `function`, ...).
+    NotText(&'static str),
+}
+
+impl<'a> From<&'a str> for EnvValue<'a> {
+    fn from(text: &'a str) -> Self {
+        EnvValue::Text(text)
+    }
 }
 
 impl Settings {
     /// Applies every `ACTIONS_RUNNER_PREFLIGHT_*` variable found in `env`
     /// to the defaults. Variables without the prefix are ignored.
-    pub fn from_env<'a, I>(env: I) -> (Settings, Vec<SettingError>)
+    pub fn from_env<'a, I, V>(env: I) -> (Settings, Vec<SettingError>)
     where
-        I: IntoIterator<Item = (&'a str, &'a str)>,
+        I: IntoIterator<Item = (&'a str, V)>,
+        V: Into<EnvValue<'a>>,
     {
         let mut settings = Settings::new();
         let mut errors = Vec::new();
         let mut grace_given = None;
-        let mut ours: Vec<(&str, &str)> = env
+        let mut ours: Vec<(&str, EnvValue<'a>)> = env
             .into_iter()
             .filter(|(k, _)| k.starts_with(PREFIX))
+            .map(|(k, v)| (k, v.into()))
             .collect();
-        crate::sort_small(&mut ours);
+        ours.sort_by(|a, b| a.0.cmp(b.0));
         for (name, value) in ours {
             let Some(variable) = VARIABLES.iter().find(|v| v.name == name) else {
+                let shown = match value {
+                    EnvValue::Text(text) => text,
+                    EnvValue::NotText(_) => "",
+                };
                 errors.push(error_for(
                     name,
-                    value,
+                    shown,
                     Problem::UnknownVariable,
                     "no such setting",
                     "-",
                 ));
                 continue;
+            };
+            let value = match value {
+                EnvValue::Text(text) => text,
+                EnvValue::NotText(kind) => {
+                    errors.push(error_for(
+                        name,
+                        "",
+                        Problem::NotText(kind),
+                        variable.accepts,
+                        variable.default,
+                    ));
+                    continue;
+                }
             };
             match apply(&mut settings, variable, value) {
                 Ok(()) if variable.name.ends_with("CACHE_GRACE_MS") => grace_given = Some(value),
@@ -660,5 +701,29 @@ mod tests {
         let long = "9".repeat(500);
         let (_, e) = Settings::from_env([("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", long.as_str())]);
         assert_eq!(e[0].value.len(), 64);
+    }
+
+    #[test]
+    fn a_value_that_is_not_text_is_named_and_the_default_used() {
+        let (s, errors) = Settings::from_env([
+            (
+                "ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS",
+                EnvValue::NotText("object"),
+            ),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", EnvValue::Text("4")),
+        ]);
+        assert_eq!(s.backoff.deadline, Backoff::new().deadline);
+        assert_eq!(s.backoff.max_attempts, 4);
+        assert_eq!(errors.len(), 1);
+        let text = errors[0].to_string();
+        assert!(
+            text.starts_with("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS="),
+            "{text}"
+        );
+        assert!(
+            text.contains("a value of type object, not a string, number or boolean"),
+            "{text}"
+        );
+        assert!(text.contains("using the default"), "{text}");
     }
 }

@@ -61,7 +61,7 @@ use thiserror::Error;
 
 use crate::cache::{self, CacheKey, CacheState};
 use crate::classify::{classify, Class, ErrorFacts};
-use crate::config::{SettingError, Settings};
+use crate::config::{EnvValue, SettingError, Settings};
 use crate::hedge::{AfterFailure, Attempt};
 use crate::identity::Identity;
 use crate::millis;
@@ -496,8 +496,8 @@ impl Preflight {
     /// `env`, for the service account whose credential (bearer token, or
     /// client key) is given. Bad settings and a missing credential become
     /// warnings (`Warn` actions), never errors.
-    pub fn from_env<'a>(
-        env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    pub fn from_env<'a, V: Into<EnvValue<'a>>>(
+        env: impl IntoIterator<Item = (&'a str, V)>,
         permissions: &[PermissionSpec],
         namespace: &str,
         credential: Option<&[u8]>,
@@ -518,8 +518,8 @@ impl Preflight {
     }
 
     /// A generic call configured from `env`, like [`Preflight::from_env`].
-    pub fn call_from_env<'a>(
-        env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    pub fn call_from_env<'a, V: Into<EnvValue<'a>>>(
+        env: impl IntoIterator<Item = (&'a str, V)>,
         now_ms: u64,
     ) -> Preflight {
         let (settings, errors) = Settings::from_env(env);
@@ -1209,8 +1209,8 @@ fn request_for(probe: &Probe, namespace: &str) -> Request {
 /// The cache file name a check with these inputs would use, or `None` when
 /// caching is off (by setting, or for want of a credential). Lets the caller
 /// read the file before it builds the check.
-pub fn cache_file_name<'a>(
-    env: impl IntoIterator<Item = (&'a str, &'a str)>,
+pub fn cache_file_name<'a, V: Into<EnvValue<'a>>>(
+    env: impl IntoIterator<Item = (&'a str, V)>,
     permissions: &[PermissionSpec],
     namespace: &str,
     credential: Option<&[u8]>,

@@ -13,7 +13,7 @@ use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::classify::classify as classify_facts;
-use crate::config::{Settings, PREFIX};
+use crate::config::{EnvValue, Settings, PREFIX};
 use crate::preflight::{self, Preflight as Machine, ResultError, SetupError};
 use crate::random::RandomSource;
 use crate::rules;
@@ -44,7 +44,7 @@ impl WasmPreflight {
         let credential = bytes(credential);
         let cached = bytes(cached_record);
         let machine = Machine::from_env(
-            env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            env.iter().map(|(k, v)| (k.as_str(), v.value())),
             &permissions,
             namespace,
             credential.as_deref(),
@@ -60,7 +60,7 @@ impl WasmPreflight {
     pub fn for_call(env: &JsValue, now_ms: f64) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
         let machine = Machine::call_from_env(
-            env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            env.iter().map(|(k, v)| (k.as_str(), v.value())),
             time(now_ms)?,
         );
         Ok(WasmPreflight { machine })
@@ -128,7 +128,7 @@ pub fn cache_file_name(
     let permissions = read(&permissions, "permissions", convert::permission_specs)?;
     let credential = bytes(credential);
     preflight::cache_file_name(
-        env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        env.iter().map(|(k, v)| (k.as_str(), v.value())),
         &permissions,
         namespace,
         credential.as_deref(),
@@ -184,27 +184,77 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
 
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
     let env = env_pairs(env);
-    let (settings, errors) = Settings::from_env(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let (settings, errors) = Settings::from_env(env.iter().map(|(k, v)| (k.as_str(), v.value())));
     (settings, errors.iter().map(|e| e.to_string()).collect())
 }
 
-/// The string-valued `ACTIONS_RUNNER_PREFLIGHT_*` entries of an object
-/// (`process.env`); anything else (null, undefined, non-objects) is empty.
-fn env_pairs(env: &JsValue) -> Vec<(String, String)> {
+/// The `ACTIONS_RUNNER_PREFLIGHT_*` entries of an object (`process.env`, or
+/// the `env` option), as text: strings as they are, numbers and booleans
+/// as JS writes them (`3000`, `false`), `null` and `undefined` as unset;
+/// for anything else its type, which the settings report. Anything that is
+/// not an object is empty.
+fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
     if !env.is_object() {
         return Vec::new();
     }
     let mut pairs = Vec::new();
     for entry in Object::entries(env.unchecked_ref::<Object>()).iter() {
-        let key = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string());
-        let value = Reflect::get_u32(&entry, 1).ok().and_then(|v| v.as_string());
-        if let (Some(key), Some(value)) = (key, value) {
-            if key.starts_with(PREFIX) {
-                pairs.push((key, value));
-            }
+        let Some(key) = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string()) else {
+            continue;
+        };
+        if !key.starts_with(PREFIX) {
+            continue;
         }
+        let value = Reflect::get_u32(&entry, 1).unwrap_or(JsValue::UNDEFINED);
+        let text = if let Some(s) = value.as_string() {
+            EnvText::Text(s)
+        } else if let Some(b) = value.as_bool() {
+            EnvText::Text(if b { "true" } else { "false" }.into())
+        } else if let Some(n) = value.as_f64() {
+            EnvText::Text(convert::js_number(n))
+        } else if value.is_bigint() {
+            EnvText::Text(String::from(
+                js_sys::BigInt::unchecked_from_js(value)
+                    .to_string(10)
+                    .unwrap_or_default(),
+            ))
+        } else if value.is_null() || value.is_undefined() {
+            continue;
+        } else {
+            EnvText::NotText(js_type(&value))
+        };
+        pairs.push((key, text));
     }
     pairs
+}
+
+/// An env value after [`env_pairs`]: owned text, or the type of a value
+/// that is not text.
+enum EnvText {
+    Text(String),
+    NotText(&'static str),
+}
+
+impl EnvText {
+    fn value(&self) -> EnvValue<'_> {
+        match self {
+            EnvText::Text(text) => EnvValue::Text(text),
+            EnvText::NotText(kind) => EnvValue::NotText(kind),
+        }
+    }
+}
+
+/// `typeof`, with arrays told apart from other objects.
+fn js_type(value: &JsValue) -> &'static str {
+    if js_sys::Array::is_array(value) {
+        "array"
+    } else if value.is_function() {
+        "function"
+    } else if value.is_symbol() {
+        "symbol"
+    } else {
+        "object"
+    }
 }
 
 /// A string or Uint8Array as bytes; anything else is "none".
