@@ -246,6 +246,14 @@ fn the_quota_setting_is_read_from_the_environment() {
         c.retry_quota().map(|q| (q.capacity(), q.tokens())),
         Some((40, 40))
     );
-    let c = Preflight::from_env([], &hooks_permissions(), "ci", Some(TOKEN), None, T0).unwrap();
+    let c = Preflight::from_env(
+        [] as [(&str, &str); 0],
+        &hooks_permissions(),
+        "ci",
+        Some(TOKEN),
+        None,
+        T0,
+    )
+    .unwrap();
     assert!(c.retry_quota().is_none(), "off by default");
 }
