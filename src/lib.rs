@@ -47,20 +47,6 @@ pub use random::RandomSource;
 pub use retry_quota::RetryQuota;
 pub use schedule::{Backoff, Jitter, Schedule};
 
-/// Sorts a short slice in place: an insertion sort, quadratic, for the
-/// permission table and the settings (a few dozen items). The standard
-/// library's sorts cost 2-4 KB of `.wasm` for each element type; this costs
-/// a few hundred bytes.
-pub(crate) fn sort_small<T: Ord>(items: &mut [T]) {
-    for i in 1..items.len() {
-        let mut j = i;
-        while j > 0 && items[j - 1] > items[j] {
-            items.swap(j - 1, j);
-            j -= 1;
-        }
-    }
-}
-
 /// A duration in whole milliseconds, `u64::MAX` when it does not fit.
 /// One function for the whole crate, never inlined: each inlined copy of
 /// `as_millis`'s `u128` arithmetic costs code in the `.wasm`.
@@ -90,26 +76,6 @@ mod tests {
         ] {
             let expected = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
             assert_eq!(super::millis(d), expected, "{d:?}");
-        }
-    }
-
-    #[test]
-    fn sort_small_agrees_with_the_standard_sort() {
-        let mut state: u64 = 7;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            (state >> 33) as u32
-        };
-        for len in 0..40 {
-            for _ in 0..20 {
-                let items: Vec<(u32, u32)> = (0..len).map(|_| (next() % 5, next() % 3)).collect();
-                let (mut ours, mut std) = (items.clone(), items);
-                super::sort_small(&mut ours);
-                std.sort();
-                assert_eq!(ours, std);
-            }
         }
     }
 }

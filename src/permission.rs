@@ -56,12 +56,24 @@ pub struct Permission {
     pub subresource: String,
 }
 
+/// The most permissions (verb and resource pairs, counted as written) a
+/// table may hold. Each is one access review when the rules review does not
+/// prove it; the hooks need 13. A larger table is refused before any work
+/// that grows with it.
+pub const MAX_PERMISSIONS: usize = 100;
+
 /// A permission table that cannot be checked.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PermissionError {
     /// No permissions at all: a check of nothing would always pass.
     #[error("the required permission list is empty")]
     Empty,
+    /// More than [`MAX_PERMISSIONS`].
+    #[error("the required permission list has {count} permissions; at most {MAX_PERMISSIONS} are checked (each may be one access review per step)")]
+    TooMany {
+        /// Verb and resource pairs, counted as written.
+        count: usize,
+    },
     /// A row without a resource.
     #[error("required permission #{index} has no resource")]
     NoResource {
@@ -94,6 +106,13 @@ pub enum PermissionError {
 
 /// Flattens the table to one permission per verb, sorted and de-duplicated.
 pub fn flatten(specs: &[PermissionSpec]) -> Result<Vec<Permission>, PermissionError> {
+    let count: usize = specs
+        .iter()
+        .map(|spec| spec.verbs.len() + usize::from(spec.verb.is_some()))
+        .sum();
+    if count > MAX_PERMISSIONS {
+        return Err(PermissionError::TooMany { count });
+    }
     let mut out = Vec::new();
     for (index, spec) in specs.iter().enumerate() {
         if spec.resource.is_empty() {
@@ -126,7 +145,7 @@ pub fn flatten(specs: &[PermissionSpec]) -> Result<Vec<Permission>, PermissionEr
     if out.is_empty() {
         return Err(PermissionError::Empty);
     }
-    crate::sort_small(&mut out);
+    out.sort_unstable();
     out.dedup();
     Ok(out)
 }
@@ -149,12 +168,14 @@ fn check_name(index: usize, field: &'static str, value: &str) -> Result<(), Perm
 /// A hex SHA-256 over the sorted, de-duplicated permissions: the same set in
 /// any order gives the same fingerprint.
 pub fn fingerprint(permissions: &[Permission]) -> String {
-    let mut sorted: Vec<&Permission> = permissions.iter().collect();
-    crate::sort_small(&mut sorted);
+    // Owned copies (a hundred at most): one sort of `Permission` serves both
+    // this and `flatten`.
+    let mut sorted = permissions.to_vec();
+    sorted.sort_unstable();
     sorted.dedup();
     let mut hash = Sha256::new();
     hash.update(b"k8s-auth-preflight/permissions/v1\n");
-    for p in sorted {
+    for p in &sorted {
         for field in [&p.verb, &p.group, &p.resource, &p.subresource] {
             hash.update((field.len() as u32).to_le_bytes());
             hash.update(field.as_bytes());
@@ -306,5 +327,42 @@ mod tests {
                 "patch deployments.apps/scale"
             ]
         );
+    }
+
+    #[test]
+    fn a_table_over_the_limit_is_refused_before_it_is_sorted() {
+        let table = |n: usize| -> Vec<PermissionSpec> {
+            (0..n)
+                .rev()
+                .map(|i| PermissionSpec {
+                    resource: format!("things{i:05}"),
+                    verbs: vec!["get".into()],
+                    ..PermissionSpec::default()
+                })
+                .collect()
+        };
+        assert_eq!(
+            flatten(&table(MAX_PERMISSIONS)).unwrap().len(),
+            MAX_PERMISSIONS
+        );
+        assert_eq!(
+            flatten(&table(MAX_PERMISSIONS + 1)),
+            Err(PermissionError::TooMany {
+                count: MAX_PERMISSIONS + 1
+            })
+        );
+        let err = flatten(&table(10_000)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the required permission list has 10000 permissions; at most 100 are checked (each may be one access review per step)"
+        );
+        // Verbs count one by one, `verb` included.
+        let wide = vec![PermissionSpec {
+            resource: "pods".into(),
+            verbs: (0..100).map(|i| format!("v{i}")).collect(),
+            verb: Some("get".into()),
+            ..PermissionSpec::default()
+        }];
+        assert_eq!(flatten(&wide), Err(PermissionError::TooMany { count: 101 }));
     }
 }
