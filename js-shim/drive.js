@@ -85,6 +85,8 @@ async function drive(machine, perform, { clock, logger, observer }) {
         start(action);
       } else if (action.type === 'warn') {
         logger.warning(action.message);
+      } else if (action.type === 'debug') {
+        logger.debug(action.message);
       } else if (action.type === 'done') {
         return action.outcome;
       } else {

@@ -42,6 +42,8 @@ export interface Outcome {
   record: string | null;
   /** True when the cached verdict was deleted (a denial). */
   deleteRecord: boolean;
+  /** For `inconclusive`: true when the step goes on anyway (`ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE=proceed`). */
+  proceed: boolean;
   /** The last transient error seen, if any. */
   lastError: string | null;
   /** Requests this check started. */
@@ -52,8 +54,13 @@ export interface Outcome {
   elapsedMs: number;
 }
 
-/** Where warnings go. Missing methods fall back to stdout workflow commands. */
+/**
+ * Where messages go. A missing `warning` falls back to stdout workflow
+ * commands; a missing `debug` prints nothing at debug level (one line per
+ * attempt and one per check, for step debug logging).
+ */
 export interface PreflightLogger {
+  debug?(message: string): void;
   info?(message: string): void;
   warning?(message: string): void;
   error?(message: string): void;

@@ -186,6 +186,9 @@ function createAuthPreflight(options) {
         logger.error(outcome.message);
         return false;
       case 'inconclusive':
+        // The core says whether the step goes on anyway (a setting); its
+        // warning, printed above, says so.
+        if (outcome.proceed) return true;
         throw new PreflightInconclusiveError(outcome);
       default:
         throw new PreflightError(outcome);

@@ -1,8 +1,8 @@
 'use strict';
-// Where warnings go: GitHub workflow commands (`::warning::...`), escaped so a
-// message can never inject a command of its own. The host may pass its own
-// logger ({ info, warning, error }); by default @actions/core is used when
-// the host has it, else stdout.
+// Where warnings go: GitHub workflow commands (`::warning::...`,
+// `::debug::...`), escaped so a message can never inject a command of its
+// own. The host may pass its own logger ({ debug, info, warning, error });
+// by default @actions/core is used when the host has it, else stdout.
 
 function escapeData(text) {
   return String(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
@@ -10,6 +10,7 @@ function escapeData(text) {
 
 function stdoutLogger(write = (line) => process.stdout.write(line)) {
   return {
+    debug: (m) => write(`::debug::${escapeData(m)}\n`),
     info: (m) => write(`${escapeData(m)}\n`),
     warning: (m) => write(`::warning::${escapeData(m)}\n`),
     error: (m) => write(`::error::${escapeData(m)}\n`),
@@ -21,7 +22,8 @@ function defaultLogger() {
     // Resolved from the host's dependencies; absent is fine.
     const core = require('@actions/core');
     if (typeof core.warning === 'function' && typeof core.info === 'function') {
-      return { info: core.info, warning: core.warning, error: core.error || core.warning };
+      const debug = typeof core.debug === 'function' ? core.debug : stdoutLogger().debug;
+      return { debug, info: core.info, warning: core.warning, error: core.error || core.warning };
     }
   } catch {
     // not installed: plain stdout
@@ -34,7 +36,8 @@ function completeLogger(logger) {
   const base = logger || defaultLogger();
   const pick = (name, fallback) => (typeof base[name] === 'function' ? base[name].bind(base) : fallback);
   const warning = pick('warning', stdoutLogger().warning);
-  return { info: pick('info', () => {}), warning, error: pick('error', warning) };
+  // A host logger without `debug` prints nothing at debug level.
+  return { debug: pick('debug', () => {}), info: pick('info', () => {}), warning, error: pick('error', warning) };
 }
 
 module.exports = { escapeData, stdoutLogger, defaultLogger, completeLogger };

@@ -73,6 +73,15 @@ impl Class {
         }
     }
 
+    /// `transient`, `throttled` or `fatal`, for debug lines.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Class::Transient { .. } => "transient",
+            Class::Throttled { .. } => "throttled",
+            Class::Fatal { .. } => "fatal",
+        }
+    }
+
     /// True for `Transient` and `Throttled`.
     pub fn is_retryable(&self) -> bool {
         !matches!(self, Class::Fatal { .. })

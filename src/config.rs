@@ -47,6 +47,20 @@ pub struct Settings {
     pub retry_quota: Option<u32>,
     /// Seed for jitter (reproducible runs); `None` draws from the OS.
     pub seed: Option<u64>,
+    /// What an inconclusive check with no grace record does: fail the step
+    /// (the default), or let it go on to meet the API's own enforcement.
+    pub on_inconclusive: OnInconclusive,
+}
+
+/// What an inconclusive check does when no grace record answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnInconclusive {
+    /// Fail the step with `PreflightInconclusiveError` (the default).
+    Fail,
+    /// Return `true` with a warning that says so. The check is advisory:
+    /// the apiserver still enforces RBAC on every real call. A denial is
+    /// never turned into a pass.
+    Proceed,
 }
 
 impl Default for Settings {
@@ -69,6 +83,7 @@ impl Settings {
             hedge_after: None,
             retry_quota: None,
             seed: None,
+            on_inconclusive: OnInconclusive::Fail,
         }
     }
 }
@@ -100,6 +115,7 @@ enum Kind {
     Factor,
     Jitter,
     Switch,
+    OnInconclusive,
     Seed,
 }
 
@@ -250,6 +266,14 @@ pub const VARIABLES: &[Variable] = &[
             min: 0,
             max: 720 * H,
         },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE",
+        accepts: "fail or proceed",
+        default: "fail",
+        #[cfg(test)]
+        meaning: "when the API gives no definitive answer by the deadline and no grace record exists: fail the step, or proceed with a warning (the API still refuses anything the service account may not do; a denial always fails)",
+        kind: Kind::OnInconclusive,
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_SEED",
@@ -477,6 +501,13 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
                 "ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT" => settings.single_flight = on,
                 _ => settings.cache_enabled = on,
             }
+        }
+        Kind::OnInconclusive => {
+            settings.on_inconclusive = match value.to_ascii_lowercase().as_str() {
+                "fail" => OnInconclusive::Fail,
+                "proceed" => OnInconclusive::Proceed,
+                _ => return Err(Problem::UnknownName),
+            };
         }
         Kind::Seed => {
             settings.seed = Some(number(value, 0, u64::MAX)?);

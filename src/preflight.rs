@@ -61,7 +61,7 @@ use thiserror::Error;
 
 use crate::cache::{self, CacheKey, CacheState};
 use crate::classify::{classify, Class, ErrorFacts};
-use crate::config::{EnvValue, SettingError, Settings};
+use crate::config::{EnvValue, OnInconclusive, SettingError, Settings};
 use crate::hedge::{AfterFailure, Attempt};
 use crate::identity::Identity;
 use crate::millis;
@@ -94,6 +94,12 @@ pub enum Action {
     },
     /// Print this warning (to the job log), then poll again.
     Warn {
+        /// The text.
+        message: String,
+    },
+    /// Print this at debug level (shown when step debug logging is on),
+    /// then poll again: one line per attempt and one per check.
+    Debug {
         /// The text.
         message: String,
     },
@@ -305,6 +311,10 @@ pub struct Outcome {
     pub record: Option<String>,
     /// True when the cache file for this key must be deleted (a denial).
     pub delete_record: bool,
+    /// For `inconclusive`: the step goes on anyway
+    /// (`ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE=proceed`); the warnings
+    /// say so. Never set for any other verdict.
+    pub proceed: bool,
     /// The last transient error seen, if any.
     pub last_error: Option<String>,
     /// Requests started by this check.
@@ -388,6 +398,8 @@ pub struct Preflight {
     last_error: Option<String>,
     /// Warnings not yet returned by `poll`, oldest first (a handful at most).
     pending_warnings: Vec<String>,
+    /// Debug lines not yet returned by `poll`, oldest first.
+    pending_debug: Vec<String>,
     warnings: Vec<String>,
     warned_unreachable: bool,
     warned_evaluation_error: bool,
@@ -580,6 +592,7 @@ impl Preflight {
             requests: 0,
             last_error: None,
             pending_warnings: Vec::new(),
+            pending_debug: Vec::new(),
             warnings: Vec::new(),
             warned_unreachable: false,
             warned_evaluation_error: false,
@@ -647,17 +660,20 @@ impl Preflight {
             let message = self.pending_warnings.remove(0);
             return Action::Warn { message };
         }
+        if self.outcome.is_none() {
+            if now >= self.deadline_ms {
+                self.stop_everything();
+            }
+            self.outcome = self.try_conclude(now);
+        }
+        if !self.pending_debug.is_empty() {
+            let message = self.pending_debug.remove(0);
+            return Action::Debug { message };
+        }
         if let Some(outcome) = &self.outcome {
             return Action::Done {
                 outcome: outcome.clone(),
             };
-        }
-        if now >= self.deadline_ms {
-            self.stop_everything();
-        }
-        if let Some(outcome) = self.try_conclude(now) {
-            self.outcome = Some(outcome.clone());
-            return Action::Done { outcome };
         }
         if let Some(send) = self.next_send(now) {
             return send;
@@ -716,6 +732,28 @@ impl Preflight {
                 quota.on_answer(a.tokens_taken);
             }
         }
+        let what = match &answer {
+            Answer::Failed(_) => None,
+            Answer::Succeeded => Some("succeeded".to_string()),
+            Answer::Access(a) if a.allowed => Some("allowed".to_string()),
+            Answer::Access(a) => Some(match (&a.evaluation_error, a.denied) {
+                (Some(e), false) => format!(
+                    "allowed: false with an evaluation error, {}",
+                    quoted(&text::clip(e, 200))
+                ),
+                _ => "denied".to_string(),
+            }),
+            Answer::Rules(status) => Some(format!(
+                "{} rules{}",
+                status.resource_rules.len(),
+                if status.incomplete {
+                    ", incomplete"
+                } else {
+                    ""
+                }
+            )),
+            Answer::Malformed(Malformed(why)) => Some(format!("a malformed answer ({why})")),
+        };
         match answer {
             Answer::Failed(facts) => self.copy_failed(probe, attempt, facts, now),
             Answer::Succeeded => self.probes[probe].state = State::Allowed,
@@ -739,6 +777,9 @@ impl Preflight {
                     self.stopping = true;
                 }
             }
+        }
+        if let Some(what) = what {
+            self.debug_attempt(probe, attempt, "answered", &what, now);
         }
         Ok(Accepted::Applied)
     }
@@ -822,6 +863,7 @@ impl Preflight {
         let State::InFlight(attempt) = &mut self.probes[probe].state else {
             return;
         };
+        let what = format!("{}, {}", class.kind_name(), describe(&class, &facts));
         match attempt.fail(request, &facts, fatal) {
             AfterFailure::StillOut => {
                 if !fatal {
@@ -830,6 +872,34 @@ impl Preflight {
             }
             AfterFailure::Failed(facts) => self.on_failure(probe, &facts, now),
         }
+        self.debug_attempt(probe, request, "failed", &what, now);
+    }
+
+    /// One debug line for request `request` of `probe`: what came back, and
+    /// what the probe does next (read from its state, after the result).
+    fn debug_attempt(&mut self, probe: usize, request: u32, verb: &str, what: &str, now: u64) {
+        let run = &self.probes[probe];
+        let name = match &run.probe {
+            Probe::Access(p) => format!("access review of {p}"),
+            Probe::Rules => "rules review".to_string(),
+            Probe::Call => "call".to_string(),
+        };
+        let next = match &run.state {
+            State::Due { at_ms } => {
+                format!("next attempt in {}", seconds(at_ms.saturating_sub(now)))
+            }
+            State::InFlight(_) => "its other copy is still out".to_string(),
+            State::Blocked => "waiting for the rules review".to_string(),
+            State::Allowed | State::Proven => "done".to_string(),
+            State::Denied => "denied".to_string(),
+            State::Skipped => "each permission is asked with an access review instead".to_string(),
+            State::Exhausted => "no more attempts".to_string(),
+            State::Fatal(_) => "not retried".to_string(),
+        };
+        let left = seconds(self.deadline_ms.saturating_sub(now));
+        self.pending_debug.push(format!(
+            "k8s-auth-preflight: {name}, request {request}: {verb}: {what}; {next}; {left} of the deadline left"
+        ));
     }
 
     /// A transient failure: the last error, and the warning (once).
@@ -1091,6 +1161,9 @@ impl Preflight {
             .all(|run| matches!(run.probe, Probe::Call));
         let mut missing = Vec::new();
         let mut record = None;
+        let proceed = verdict == Verdict::Inconclusive
+            && !is_call
+            && self.settings.on_inconclusive == OnInconclusive::Proceed;
         let message = match (verdict, source) {
             (Verdict::Allowed, Some(Source::Cache)) => {
                 "Permissions verified earlier in this job (cached verdict); no API call made.".to_string()
@@ -1171,15 +1244,35 @@ impl Preflight {
                 "The Kubernetes API call did not succeed within {tried} ({} attempts; last error: {last}{}).",
                 self.requests, self.quota_note()
             ),
+            (Verdict::Inconclusive, _) if proceed => {
+                let text = format!(
+                    "Could not verify the service account's permissions in namespace {}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}{}); proceeding because ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE=proceed. The API will still refuse anything the service account may not do.",
+                    quoted(&self.namespace), self.requests, self.quota_note()
+                );
+                warnings.push(text.clone());
+                text
+            }
             (Verdict::Inconclusive, _) => format!(
                 "Could not verify the service account's permissions in namespace {}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}{}). This is NOT a permissions denial: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health, not RBAC.",
                 quoted(&self.namespace), self.requests, self.quota_note()
             ),
         };
+        let source_name = match source {
+            Some(Source::Cache) => " from the cache",
+            Some(Source::GraceCache) => " from a grace record",
+            Some(Source::Reviews) => " from the reviews",
+            None => "",
+        };
+        self.pending_debug.push(format!(
+            "k8s-auth-preflight: check finished: {}{source_name}; {} requests; {tried}",
+            verdict_name(verdict),
+            self.requests
+        ));
         Outcome {
             verdict,
             source,
             delete_record: verdict == Verdict::Denied && self.key.is_some(),
+            proceed,
             missing,
             message,
             warnings,
@@ -1193,6 +1286,15 @@ impl Preflight {
                 .count() as u32,
             elapsed_ms,
         }
+    }
+}
+
+fn verdict_name(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Allowed => "allowed",
+        Verdict::Denied => "denied",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::Error => "error",
     }
 }
 

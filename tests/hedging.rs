@@ -165,7 +165,7 @@ fn the_first_answer_wins_and_the_other_copy_is_stale() {
             c.on_result(probe, loser, T0 + 140, rules),
             Ok(Accepted::Stale)
         );
-        match c.poll(T0 + 140) {
+        match poll_past_debug(&mut c, T0 + 140) {
             Action::Done { outcome } => {
                 assert_eq!(outcome.verdict, Verdict::Allowed);
                 assert_eq!(outcome.requests, 2);

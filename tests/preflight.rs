@@ -774,3 +774,92 @@ fn a_malformed_access_review_body_is_an_error_not_a_verdict() {
         );
     }
 }
+
+/// Issue 12: `ON_INCONCLUSIVE=proceed` lets an inconclusive check pass with
+/// a warning that says so; the default fails; a denial never passes.
+#[test]
+fn proceeding_on_an_inconclusive_check_is_opt_in_and_never_covers_a_denial() {
+    let env = |value: &'static str| [("ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE", value)];
+    let from = |value| {
+        let mut s = settings();
+        let (parsed, errors) = Settings::from_env(env(value));
+        assert!(errors.is_empty());
+        s.on_inconclusive = parsed.on_inconclusive;
+        s.backoff.deadline = Duration::from_secs(5);
+        Preflight::new(s, &hooks_permissions(), "ci", None, None, T0).unwrap()
+    };
+    let down = |_: u64, _: &Sent| fail(refused());
+    let run = drive(&mut from("proceed"), T0, down);
+    assert_eq!(run.outcome.verdict, Verdict::Inconclusive);
+    assert!(run.outcome.proceed);
+    assert!(run.outcome.record.is_none(), "nothing is cached");
+    let warning = run.outcome.warnings.last().unwrap();
+    assert!(
+        warning.contains("proceeding because ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE=proceed")
+            && warning
+                .contains("The API will still refuse anything the service account may not do"),
+        "{warning}"
+    );
+    let run = drive(&mut from("fail"), T0, down);
+    assert_eq!(run.outcome.verdict, Verdict::Inconclusive);
+    assert!(!run.outcome.proceed);
+    let run = drive(&mut from("proceed"), T0, |_, _| healthy(false));
+    assert_eq!(run.outcome.verdict, Verdict::Denied);
+    assert!(!run.outcome.proceed);
+    let (s, errors) = Settings::from_env(env("maybe"));
+    assert_eq!(
+        s.on_inconclusive,
+        k8s_auth_preflight::config::OnInconclusive::Fail
+    );
+    assert_eq!(errors.len(), 1);
+}
+
+/// Issue 12: a debug trail. One line per attempt (which request, its
+/// number, what came back, the class, the wait chosen, the time left) and
+/// one summary per check (source, requests, time taken).
+#[test]
+fn the_debug_trail_has_a_line_per_attempt_and_a_summary() {
+    let mut c = check(settings(), None, T0);
+    let run = drive(&mut c, T0, |now, s| {
+        if now == T0 && s.probe == 3 {
+            let mut f = status(429);
+            f.retry_after = Some("2".into());
+            fail(f)
+        } else {
+            healthy(true)
+        }
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Allowed);
+    assert_eq!(run.debug.len(), run.sent.len() + 1, "{:#?}", run.debug);
+    let throttled = run
+        .debug
+        .iter()
+        .find(|l| l.contains("request 1: failed"))
+        .expect("the failure has a line");
+    assert!(
+        throttled.contains("access review of")
+            && throttled.contains("throttled, HTTP 429")
+            && throttled.contains("next attempt in 2.")
+            && throttled.contains("s of the deadline left"),
+        "{throttled}"
+    );
+    assert!(run
+        .debug
+        .iter()
+        .any(|l| l.contains("request 2: answered: allowed; done")));
+    let summary = run.debug.last().unwrap();
+    assert!(
+        summary.contains("check finished: allowed from the reviews; 14 requests;"),
+        "{summary}"
+    );
+    // A cached verdict: the summary alone.
+    let record = run.outcome.record.unwrap();
+    let mut cached = check(settings(), Some(&record), T0 + 1_000);
+    let run = drive(&mut cached, T0 + 1_000, |_, _| panic!("no request"));
+    assert_eq!(run.debug.len(), 1);
+    assert!(
+        run.debug[0].contains("check finished: allowed from the cache; 0 requests"),
+        "{:?}",
+        run.debug
+    );
+}

@@ -109,7 +109,7 @@ fuzz_target!(|data: &[u8]| {
                 in_flight.push((probe, attempt, request));
                 continue;
             }
-            Action::Warn { .. } => continue,
+            Action::Warn { .. } | Action::Debug { .. } => continue,
             Action::Wait { until_ms } => {
                 // The machine never sleeps past its deadline; a caller that
                 // polls late (the fuzzer jumps time) gets `done` at once.

@@ -473,7 +473,8 @@ fn texts(items: &[String]) -> JsValue {
 }
 
 /// `{type: 'send', probe, attempt, request, timeoutMs}`, `{type: 'warn',
-/// message}`, `{type: 'wait', untilMs}` or `{type: 'done', outcome}`.
+/// message}`, `{type: 'debug', message}`, `{type: 'wait', untilMs}` or
+/// `{type: 'done', outcome}`.
 pub fn action(a: &Action) -> JsValue {
     match a {
         Action::Send {
@@ -489,6 +490,7 @@ pub fn action(a: &Action) -> JsValue {
             ("timeoutMs", number(*timeout_ms)),
         ]),
         Action::Warn { message } => object(&[("type", text("warn")), ("message", text(message))]),
+        Action::Debug { message } => object(&[("type", text("debug")), ("message", text(message))]),
         Action::Wait { until_ms } => {
             object(&[("type", text("wait")), ("untilMs", number(*until_ms))])
         }
@@ -549,6 +551,7 @@ pub fn outcome(o: &Outcome) -> JsValue {
         ("warnings", texts(&o.warnings)),
         ("record", text_or_null(o.record.as_deref())),
         ("deleteRecord", JsValue::from_bool(o.delete_record)),
+        ("proceed", JsValue::from_bool(o.proceed)),
         ("lastError", text_or_null(o.last_error.as_deref())),
         ("requests", number(u64::from(o.requests))),
         ("provenByRules", number(u64::from(o.proven_by_rules))),

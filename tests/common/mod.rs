@@ -66,6 +66,8 @@ pub struct Run {
     pub outcome: Outcome,
     pub sent: Vec<Sent>,
     pub warnings: Vec<String>,
+    /// Debug lines, in order.
+    pub debug: Vec<String>,
     pub done_at: u64,
     /// Results the machine applied (not stale), in order: (probe, result).
     pub applied: Vec<(usize, ProbeResult)>,
@@ -126,6 +128,16 @@ pub fn hooks_permissions() -> Vec<PermissionSpec> {
     k8s_auth_preflight::permission::runner_hooks_permissions()
 }
 
+/// `check.poll(now)`, past any debug lines (which only print).
+pub fn poll_past_debug(check: &mut Preflight, now: u64) -> Action {
+    loop {
+        match check.poll(now) {
+            Action::Debug { .. } => continue,
+            other => return other,
+        }
+    }
+}
+
 /// Drives `check` against `server(now, sent) -> Reply` until it is done.
 pub fn drive(
     check: &mut Preflight,
@@ -135,6 +147,7 @@ pub fn drive(
     let mut now = start;
     let mut sent = Vec::new();
     let mut warnings = Vec::new();
+    let mut debug = Vec::new();
     let mut applied = Vec::new();
     // (arrives_at, probe, attempt, result)
     let mut pending: Vec<(u64, usize, u32, ProbeResult)> = Vec::new();
@@ -216,11 +229,13 @@ pub fn drive(
                 sent.push(s);
             }
             Action::Warn { message } => warnings.push(message),
+            Action::Debug { message } => debug.push(message),
             Action::Done { outcome } => {
                 return Run {
                     outcome,
                     sent,
                     warnings,
+                    debug,
                     done_at: now,
                     applied,
                 }
