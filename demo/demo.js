@@ -10,15 +10,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startApiServer } = require('../tests/support/apiserver');
+const { fullRole } = require('../tests/js/support/roles');
 
-const ROLE = {
-  rules: [
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'] },
-    { apiGroups: [''], resources: ['pods/exec'], verbs: ['get', 'create'] },
-    { apiGroups: [''], resources: ['pods/log'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
-  ],
-};
+const ROLE = fullRole();
 
 // Compressed time: the schedule is 1/10 of the defaults, the stall 1/10 of 25 s.
 const SETTINGS = {

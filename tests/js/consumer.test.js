@@ -15,7 +15,6 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -24,11 +23,11 @@ const path = require('node:path');
 const { consumerDir, flavour, clientVersion } = require('./support/consumer');
 const { ROOT } = require('./support/prepare');
 const { startApiServer } = require('../support/apiserver');
+const { runProcess } = require('../support/run-process');
+const { WASM, makeConsumerProject, nccBuild } = require('./support/consumer-project');
+const { fullRole, roleWithout } = require('./support/roles');
 
-const CONSUMER_SRC = path.join(ROOT, 'tests', 'consumer');
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const NCC = path.join(ROOT, 'node_modules', '@vercel', 'ncc', 'dist', 'ncc', 'cli.js');
-const WASM = 'k8s_auth_preflight_bg.wasm';
 const INSTALLED = path.join(consumerDir, 'node_modules', 'k8s-auth-preflight');
 
 const BUILD_TIMEOUT_MS = 180_000;
@@ -37,20 +36,9 @@ const TEST_TIMEOUT_MS = 120_000;
 const STALL_MS = 2000;
 
 const TOKEN = 'consumer-test-token';
-const FULL_ROLE = {
-  rules: [
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'] },
-    { apiGroups: [''], resources: ['pods/exec'], verbs: ['get', 'create'] },
-    { apiGroups: [''], resources: ['pods/log'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
-  ],
-};
+const FULL_ROLE = fullRole();
 // The same Role without `delete` on secrets.
-const ROLE_WITHOUT_SECRET_DELETE = {
-  rules: FULL_ROLE.rules.map((rule) =>
-    rule.resources[0] === 'secrets' ? { ...rule, verbs: rule.verbs.filter((v) => v !== 'delete') } : rule,
-  ),
-};
+const ROLE_WITHOUT_SECRET_DELETE = roleWithout('delete', 'secrets');
 
 const HOOK_INPUT = JSON.stringify({
   command: 'run_script_step',
@@ -79,35 +67,9 @@ function tempDir(prefix) {
   return dir;
 }
 
-/** Runs a process to completion, killing it after `timeoutMs`. */
+/** Runs a process to completion, killing it after `timeoutMs` (RUN_TIMEOUT_MS unless given). */
 function run(command, args, { cwd, env, input = '', timeoutMs = RUN_TIMEOUT_MS }) {
-  return new Promise((resolve, reject) => {
-    const startedAt = Date.now();
-    const child = spawn(command, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    child.stdout.setEncoding('utf8').on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, timedOut, startedAt, endedAt: Date.now() });
-    });
-    child.stdin.on('error', () => {}); // a child that dies early closes its stdin
-    child.stdin.end(input);
-  });
+  return runProcess(command, args, { cwd, env, input, timeoutMs });
 }
 
 function describeRun(r) {
@@ -116,24 +78,7 @@ function describeRun(r) {
 
 /** A project folder whose node_modules mirrors the consumer install, plus the repo's typescript and @types/node. */
 function makeProject() {
-  const dir = tempDir('preflight-consumer-project-');
-  fs.cpSync(path.join(CONSUMER_SRC, 'src'), path.join(dir, 'src'), { recursive: true });
-  fs.copyFileSync(path.join(CONSUMER_SRC, 'tsconfig.json'), path.join(dir, 'tsconfig.json'));
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'hooks-consumer', private: true }));
-  const modules = path.join(dir, 'node_modules');
-  const source = path.join(consumerDir, 'node_modules');
-  fs.mkdirSync(path.join(modules, '@types'), { recursive: true });
-  for (const name of fs.readdirSync(source)) {
-    if (name === '@types' || name === '.bin' || name.startsWith('.')) continue;
-    fs.symlinkSync(path.join(source, name), path.join(modules, name));
-  }
-  for (const name of fs.readdirSync(path.join(source, '@types'))) {
-    if (name === 'node') continue;
-    fs.symlinkSync(path.join(source, '@types', name), path.join(modules, '@types', name));
-  }
-  fs.symlinkSync(path.join(ROOT, 'node_modules', '@types', 'node'), path.join(modules, '@types', 'node'));
-  fs.symlinkSync(path.join(ROOT, 'node_modules', 'typescript'), path.join(modules, 'typescript'));
-  return dir;
+  return makeConsumerProject(tempDir('preflight-consumer-project-'), consumerDir);
 }
 
 /** Every folder from `dir` up to the root that holds a node_modules. */
@@ -161,11 +106,7 @@ before(
       `${INSTALLED} has no js-shim/index.d.ts: run node tests/js/support/prepare.js`,
     );
     project = makeProject();
-    const build = await run(process.execPath, [NCC, 'build', 'src/index.ts', '-o', 'dist', '--no-cache'], {
-      cwd: project,
-      env: process.env,
-      timeoutMs: BUILD_TIMEOUT_MS,
-    });
+    const build = await nccBuild(project, { timeoutMs: BUILD_TIMEOUT_MS });
     assert.equal(build.code, 0, `ncc build failed: ${describeRun(build)}`);
     nccOutput = build.stdout + build.stderr;
 

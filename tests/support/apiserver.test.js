@@ -3,7 +3,6 @@
 // Run: node --test tests/support/
 
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const https = require('node:https');
 const os = require('node:os');
@@ -11,10 +10,11 @@ const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 
 const { startApiServer } = require('./apiserver');
+const { startApiServerProcess, APISERVER_JS } = require('./apiserver-process');
+const { runProcess } = require('./run-process');
 
 const SSAR = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
 const SSRR = '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews';
-const APISERVER_JS = path.join(__dirname, 'apiserver.js');
 
 /**
  * One HTTPS request to the fake server on a fresh connection (agent: false, so a
@@ -731,23 +731,11 @@ describe('kubeconfig and process lifetime', () => {
   });
 });
 
-function runNode(args, timeoutMs) {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`child did not exit within ${timeoutMs} ms; stderr: ${stderr}`));
-    }, timeoutMs);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - started });
-    });
-  });
+/** Runs `node ...args`; rejects when it has not exited within `timeoutMs` (it is then killed). */
+async function runNode(args, timeoutMs) {
+  const r = await runProcess(process.execPath, args, { timeoutMs });
+  if (r.timedOut) throw new Error(`child did not exit within ${timeoutMs} ms; stderr: ${r.stderr}`);
+  return { code: r.code, signal: r.signal, stdout: r.stdout, stderr: r.stderr, ms: r.endedAt - r.startedAt };
 }
 
 describe('CLI mode', () => {
@@ -760,33 +748,8 @@ describe('CLI mode', () => {
   /** Starts the CLI; resolves { child, line, exited } once it printed its JSON line. */
   function startCli(config, logFile) {
     const configFile = path.join(dir, `config-${Date.now()}-${Math.floor(Math.random() * 1e6)}.json`);
-    fs.writeFileSync(configFile, JSON.stringify(config));
-    const args = [APISERVER_JS, '--config', configFile];
-    if (logFile) args.push('--log', logFile);
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (c) => (stderr += c));
-    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
-    const line = new Promise((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`no line within 5000 ms; stderr: ${stderr}`));
-      }, 5000);
-      child.stdout.on('data', (c) => {
-        out += c;
-        const nl = out.indexOf('\n');
-        if (nl >= 0) {
-          clearTimeout(timer);
-          resolve(JSON.parse(out.slice(0, nl)));
-        }
-      });
-      child.on('exit', () => {
-        clearTimeout(timer);
-        reject(new Error(`exited before printing; stderr: ${stderr}`));
-      });
-    });
-    return { child, line, exited };
+    const server = startApiServerProcess({ config, configFile, logFile, readyTimeoutMs: 5000 });
+    return { child: server.child, line: server.ready, exited: server.exited };
   }
 
   async function boundedExit(exited, ms, child) {

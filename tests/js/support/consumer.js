@@ -5,12 +5,10 @@
 
 const { createRequire } = require('node:module');
 const path = require('node:path');
-const { TOOLS, CLIENTS } = require('./prepare');
+const { CLIENTS, clientFlavour, consumerFolder } = require('./prepare');
 
-const major = Number(process.versions.node.split('.')[0]);
-const flavour = process.env.PREFLIGHT_CLIENT || (major >= 22 ? '2x' : '1x');
-if (!CLIENTS[flavour]) throw new Error(`PREFLIGHT_CLIENT must be one of ${Object.keys(CLIENTS).join(', ')}`);
-const dir = path.join(TOOLS, `consumer-${flavour}`);
+const flavour = clientFlavour();
+const dir = consumerFolder(flavour);
 
 // Resolve as a module inside the consumer folder would. Not
 // require.resolve(name, { paths: [dir] }): Node tries "self" resolution from

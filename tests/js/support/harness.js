@@ -1,8 +1,8 @@
 'use strict';
 // Shared fixtures for the node:test suites in tests/js: the Role that grants
-// exactly the 13 default permissions, time-compressed settings, a capturing
-// logger, and a per-test loopback apiserver + kubeconfig + cache folder that
-// are cleaned up when the test ends.
+// exactly the 13 default permissions (roles.js), time-compressed settings, a
+// capturing logger, and a per-test loopback apiserver + kubeconfig + cache
+// folder that are cleaned up when the test ends.
 
 const fs = require('node:fs');
 const os = require('node:os');
@@ -10,6 +10,7 @@ const path = require('node:path');
 
 const consumer = require('./consumer');
 const { startApiServer } = require('../../support/apiserver');
+const { DEFAULT_PERMISSIONS, fullRole, roleWithout } = require('./roles');
 
 const { k8s, preflight } = consumer;
 
@@ -22,44 +23,6 @@ const installedCore = require(path.join(consumer.consumerDir, 'node_modules', 'k
 /** The bearer token the fake apiserver accepts; must never appear in a cache file. */
 const TOKEN = 'sa-token-3f9c1e7a5b2d4c6e8f0a1b2c3d4e5f60';
 const NAMESPACE = 'ci';
-
-/** The 13 (verb, resource, subresource) triples the default table expands to. */
-const DEFAULT_PERMISSIONS = Object.freeze([
-  ['get', 'pods', ''],
-  ['list', 'pods', ''],
-  ['create', 'pods', ''],
-  ['delete', 'pods', ''],
-  ['get', 'pods', 'exec'],
-  ['create', 'pods', 'exec'],
-  ['get', 'pods', 'log'],
-  ['list', 'pods', 'log'],
-  ['watch', 'pods', 'log'],
-  ['get', 'secrets', ''],
-  ['list', 'secrets', ''],
-  ['create', 'secrets', ''],
-  ['delete', 'secrets', ''],
-]);
-
-/** A Role granting exactly the 13 default permissions, nothing more. */
-function fullRole() {
-  return {
-    rules: [
-      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'] },
-      { apiGroups: [''], resources: ['pods/exec'], verbs: ['get', 'create'] },
-      { apiGroups: [''], resources: ['pods/log'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'delete'] },
-    ],
-  };
-}
-
-/** The full Role without one verb on one resource ('pods/exec' style). */
-function roleWithout(verb, resource) {
-  const role = fullRole();
-  for (const rule of role.rules) {
-    if (rule.resources.includes(resource)) rule.verbs = rule.verbs.filter((v) => v !== verb);
-  }
-  return role;
-}
 
 /** Settings that compress the schedule; every value can be overridden. */
 function fastEnv(overrides = {}) {

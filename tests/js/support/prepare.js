@@ -17,6 +17,22 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 const TOOLS = path.join(ROOT, '.tools');
 const CLIENTS = { '1x': '1.4.0', '2x': '2.0.1' };
 
+/**
+ * The consumer a process uses: PREFLIGHT_CLIENT, else '1x' on Node 20 and
+ * '2x' on Node 22+. Throws for a name not in CLIENTS.
+ */
+function clientFlavour() {
+  const major = Number(process.versions.node.split('.')[0]);
+  const flavour = process.env.PREFLIGHT_CLIENT || (major >= 22 ? '2x' : '1x');
+  if (!CLIENTS[flavour]) throw new Error(`PREFLIGHT_CLIENT must be one of ${Object.keys(CLIENTS).join(', ')}`);
+  return flavour;
+}
+
+/** The folder of one consumer (.tools/consumer-1x, .tools/consumer-2x). */
+function consumerFolder(flavour) {
+  return path.join(TOOLS, `consumer-${flavour}`);
+}
+
 function pack() {
   const out = path.join(TOOLS, 'pack');
   fs.rmSync(out, { recursive: true, force: true });
@@ -27,7 +43,7 @@ function pack() {
 }
 
 function install(flavour, tarball) {
-  const dir = path.join(TOOLS, `consumer-${flavour}`);
+  const dir = consumerFolder(flavour);
   const sum = crypto.createHash('sha256').update(fs.readFileSync(tarball)).digest('hex');
   const stamp = path.join(dir, '.installed');
   if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === `${sum} ${CLIENTS[flavour]}`) return dir;
@@ -52,4 +68,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { ROOT, TOOLS, CLIENTS };
+module.exports = { ROOT, TOOLS, CLIENTS, clientFlavour, consumerFolder };
