@@ -60,7 +60,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::cache::{self, CacheKey, CacheState};
-use crate::classify::{classify, Class, ErrorFacts};
+use crate::classify::{classify, request_cannot_be_sent, Class, ErrorFacts};
 use crate::config::{SettingError, Settings};
 use crate::hedge::{AfterFailure, Attempt};
 use crate::identity::Identity;
@@ -395,8 +395,8 @@ pub struct Preflight {
 /// all. But a server that answers and keeps refusing only the rules review
 /// (a cluster that forbids it, a broken aggregation layer) must not make the
 /// fast path worse than no fast path: after this many answers, fall back.
-/// Connection failures (no answer at all) do not count: access reviews would
-/// fail the same way.
+/// Connection failures (no answer at all) and 2xx answers whose body was cut
+/// off do not count: access reviews would fail the same way.
 pub const RULES_REFUSALS_BEFORE_FALLBACK: u32 = 3;
 
 impl Preflight {
@@ -742,10 +742,16 @@ impl Preflight {
         let class = classify(facts, now, self.settings.max_retry_after);
         let evidence = describe(&class, facts);
         if matches!(self.probes[probe].probe, Probe::Rules) && !self.stopping {
-            if facts.status.is_some() {
+            // An error answer counts; a 2xx cut off mid-body is no refusal.
+            if facts
+                .status
+                .is_some_and(|status| !(200..300).contains(&status))
+            {
                 self.rules_refusals += 1;
             }
-            let fatal = matches!(class, Class::Fatal { .. });
+            // A request the client cannot send at all (a bad credential)
+            // would fail the same way as an access review: no fall-back.
+            let fatal = matches!(class, Class::Fatal { .. }) && !request_cannot_be_sent(facts);
             if fatal || self.rules_refusals >= RULES_REFUSALS_BEFORE_FALLBACK {
                 // An old server (404), or a server that keeps refusing the
                 // rules review (403, 5xx, ...): ask every permission.
@@ -1110,7 +1116,7 @@ pub fn cache_file_name<'a>(
 
 fn describe(class: &Class, facts: &ErrorFacts) -> String {
     let why = class.why();
-    let detail = facts.message.trim();
+    let detail = facts.message.trim().trim_end_matches('.');
     // An abort's message ("The user aborted a request.", "This operation was
     // aborted") depends on the client and says nothing more than the flag.
     if facts.timed_out || detail.is_empty() || detail.len() > 160 {
