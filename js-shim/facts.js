@@ -77,7 +77,18 @@ function errorDescriber(credential, source) {
   return (error, timedOut) => errorFacts(error, { timedOut, redact, credentialSource: source });
 }
 
-function errorFacts(error, { timedOut = false, redact = (text) => text, credentialSource = null } = {}) {
+// A credential the shim does not know (an exec plugin's, an OIDC token, a
+// host's own client in retryK8sApiCall) is still hidden where a client
+// quotes it after its scheme, as in "Bearer <token> is not a legal HTTP
+// header value".
+const AUTH_HEADER_VALUE = /\b(Bearer|Basic)( +)[^\s"',;]+/g;
+
+function scrubAuthorization(text) {
+  return text.replace(AUTH_HEADER_VALUE, (_, scheme, space) => `${scheme}${space}${REDACTED}`);
+}
+
+function errorFacts(error, { timedOut = false, redact: redactCredential = (text) => text, credentialSource = null } = {}) {
+  const redact = (text) => scrubAuthorization(redactCredential(text));
   const codes = [];
   const messages = [];
   let status = null;

@@ -340,3 +340,11 @@ test('errorDescriber: redacted facts, through the cause chain, with the credenti
   assert.equal(cls.kind, 'fatal');
   assert.match(cls.why, /not allowed in an HTTP header, such as a trailing newline \(the token comes from the token file \/run\/token\)/);
 });
+
+test('a credential the shim does not know is still hidden after its scheme', () => {
+  const e = new TypeError('Bearer some.unknown-oidc-token\n is not a legal HTTP header value');
+  assert.equal(errorFacts(e).message, 'Bearer <redacted>\n is not a legal HTTP header value');
+  const basic = new TypeError('Headers.append: "Basic dXNlcjpwYXNz\u0000" is an invalid header value.');
+  assert.equal(errorFacts(basic).message, 'Headers.append: "Basic <redacted>" is an invalid header value.');
+  assert.equal(errorFacts(new Error('the bearer of bad news')).message, 'the bearer of bad news', 'only the scheme, spelled as sent');
+});
