@@ -333,7 +333,7 @@ test('errorDescriber: redacted facts, through the cause chain, with the credenti
   const cause = Object.assign(new Error(`inner ${token}`), { code: 'UND_ERR_SOCKET' });
   const e = new TypeError(`Headers.append: "Bearer ${token}\u0000" is an invalid header value.`, { cause });
   const facts = errorDescriber(token, 'the token file /run/token')(e, false);
-  assert.equal(facts.message, 'Headers.append: "Bearer <redacted>\u0000" is an invalid header value.: inner <redacted>');
+  assert.equal(facts.message, 'Headers.append: "Bearer <redacted>" is an invalid header value.: inner <redacted>');
   assert.equal(facts.credentialSource, 'the token file /run/token');
   assert.deepEqual(facts.codes, ['UND_ERR_SOCKET']);
   const cls = classify({ ...facts, codes: [] });
