@@ -7,6 +7,9 @@
 
 const { errorFacts } = require('./facts');
 
+// Without a credential to hide, facts are taken as they are.
+const plainFacts = (error, timedOut) => errorFacts(error, { timedOut });
+
 // setTimeout's own limit (a signed 32-bit count of ms); longer waits poll again.
 const MAX_TIMER_MS = 0x7fffffff;
 
@@ -16,8 +19,10 @@ const MAX_TIMER_MS = 0x7fffffff;
  * @param clock     () => epoch ms
  * @param logger    { warning }
  * @param observer  optional (event) => void, for tests and the demo timeline
+ * @param describeError  optional (error, timedOut) => error facts; the
+ *                  default is errorFacts with nothing redacted
  */
-async function drive(machine, perform, { clock, logger, observer }) {
+async function drive(machine, perform, { clock, logger, observer, describeError = plainFacts }) {
   const inFlight = new Set();
   let finished = false;
   let wake = null;
@@ -61,7 +66,7 @@ async function drive(machine, perform, { clock, logger, observer }) {
       } catch (e) {
         // A result the core cannot read (a bug in `perform`) still counts
         // as a failed attempt; it must never become an unhandled rejection.
-        machine.onResult(action.probe, action.attempt, clock(), { type: 'failed', facts: errorFacts(e) });
+        machine.onResult(action.probe, action.attempt, clock(), { type: 'failed', facts: describeError(e, false) });
       }
       notify();
     };
@@ -73,7 +78,7 @@ async function drive(machine, perform, { clock, logger, observer }) {
     }
     promise.then(
       (result) => settle(result),
-      (error) => settle({ type: 'failed', facts: errorFacts(error, { timedOut }) }),
+      (error) => settle({ type: 'failed', facts: describeError(error, timedOut) }),
     );
   };
 

@@ -12,8 +12,83 @@
 
 const MAX_DEPTH = 8;
 const MAX_MESSAGE = 500;
+// Any piece of the credential this long or longer is hidden from messages.
+const MIN_SECRET_PIECE = 8;
+// Pieces are indexed for credentials up to this length (a token is 1-2 KB);
+// a longer one (a client key file) is hidden where it occurs whole.
+const MAX_INDEXED_SECRET = 64 * 1024;
+const REDACTED = '<redacted>';
 
-function errorFacts(error, { timedOut = false } = {}) {
+/**
+ * `redact(text)`: `text` with every run of characters that lies inside a
+ * piece of `credential` of MIN_SECRET_PIECE characters or more replaced by
+ * `<redacted>`. The credential is a string or bytes (read as UTF-8 and as
+ * Latin-1, the ways an HTTP client may have turned it into a header).
+ * Without a credential, text is returned as it is.
+ */
+function redactor(credential) {
+  const forms = new Set();
+  if (typeof credential === 'string') forms.add(credential);
+  else if (credential instanceof Uint8Array) {
+    const bytes = Buffer.from(credential.buffer, credential.byteOffset, credential.byteLength);
+    forms.add(bytes.toString('utf8'));
+    forms.add(bytes.toString('latin1'));
+  }
+  for (const form of [...forms]) if (form.length < MIN_SECRET_PIECE) forms.delete(form);
+  if (forms.size === 0) return (text) => text;
+  let pieces = null; // built on the first error: most checks have none
+  const index = () => {
+    pieces = new Set();
+    for (const form of forms) {
+      if (form.length > MAX_INDEXED_SECRET) continue;
+      for (let i = 0; i + MIN_SECRET_PIECE <= form.length; i++) pieces.add(form.slice(i, i + MIN_SECRET_PIECE));
+    }
+  };
+  return (text) => {
+    if (typeof text !== 'string' || text.length < MIN_SECRET_PIECE) return text;
+    if (pieces === null) index();
+    let out = text;
+    for (const form of forms) if (form.length > MAX_INDEXED_SECRET) out = out.split(form).join(REDACTED);
+    const hidden = new Uint8Array(out.length);
+    let any = false;
+    for (let i = 0; i + MIN_SECRET_PIECE <= out.length; i++) {
+      if (pieces.has(out.slice(i, i + MIN_SECRET_PIECE))) {
+        hidden.fill(1, i, i + MIN_SECRET_PIECE);
+        any = true;
+      }
+    }
+    if (!any) return out;
+    let result = '';
+    for (let i = 0; i < out.length; i++) {
+      if (!hidden[i]) result += out[i];
+      else if (i === 0 || !hidden[i - 1]) result += REDACTED;
+    }
+    return result;
+  };
+}
+
+/**
+ * `describe(error, timedOut)`: error facts with `credential` hidden from
+ * every text and `source` (where the credential came from, in words, or
+ * null) reported with them.
+ */
+function errorDescriber(credential, source) {
+  const redact = redactor(credential);
+  return (error, timedOut) => errorFacts(error, { timedOut, redact, credentialSource: source });
+}
+
+// A credential the shim does not know (an exec plugin's, an OIDC token, a
+// host's own client in retryK8sApiCall) is still hidden where a client
+// quotes it after its scheme, as in "Bearer <token> is not a legal HTTP
+// header value".
+const AUTH_HEADER_VALUE = /\b(Bearer|Basic)( +)[^\s"',;]+/g;
+
+function scrubAuthorization(text) {
+  return text.replace(AUTH_HEADER_VALUE, (_, scheme, space) => `${scheme}${space}${REDACTED}`);
+}
+
+function errorFacts(error, { timedOut = false, redact: redactCredential = (text) => text, credentialSource = null } = {}) {
+  const redact = (text) => scrubAuthorization(redactCredential(text));
   const codes = [];
   const messages = [];
   let status = null;
@@ -23,18 +98,19 @@ function errorFacts(error, { timedOut = false } = {}) {
   const visit = (e, depth) => {
     if (e === null || e === undefined || depth > MAX_DEPTH) return;
     if (typeof e !== 'object' && typeof e !== 'function') {
-      messages.push(String(e));
+      messages.push(redact(String(e)));
       return;
     }
     if (seen.has(e)) return;
     seen.add(e);
     const code = safeGet(e, 'code');
-    if (typeof code === 'string' && code) codes.push(code);
+    if (typeof code === 'string' && code) codes.push(redact(code));
     if (status === null && isHttpStatus(code)) status = code;
     const statusCode = safeGet(e, 'statusCode');
     if (status === null && isHttpStatus(statusCode)) status = statusCode;
     if (retryAfter === null) retryAfter = header(safeGet(e, 'headers'), 'retry-after');
-    const message = safeGet(e, 'message');
+    const raw = safeGet(e, 'message');
+    const message = typeof raw === 'string' ? redact(raw) : raw;
     if (typeof message === 'string' && message && !messages.includes(message)) messages.push(message);
     visit(safeGet(e, 'cause'), depth + 1);
     const inner = safeGet(e, 'errors');
@@ -46,10 +122,11 @@ function errorFacts(error, { timedOut = false } = {}) {
   return {
     codes,
     status,
-    retryAfter,
+    retryAfter: retryAfter === null ? null : redact(retryAfter),
     timedOut: Boolean(timedOut),
-    name: typeof name === 'string' ? name : null,
+    name: typeof name === 'string' ? redact(name) : null,
     message: messages.join(': ').slice(0, MAX_MESSAGE),
+    ...(typeof credentialSource === 'string' ? { credentialSource } : {}),
   };
 }
 
@@ -90,4 +167,4 @@ function header(headers, name) {
   return null;
 }
 
-module.exports = { errorFacts };
+module.exports = { errorFacts, errorDescriber, redactor };

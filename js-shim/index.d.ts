@@ -94,7 +94,7 @@ export interface AuthPreflightOptions {
   requiredPermissions?: readonly RequiredPermission[];
   /** Use this client instead of one made from `kubeConfig`. */
   authorizationApi?: AuthorizationApiLike;
-  /** Folder for the cache file; default $RUNNER_TEMP, else the OS temp dir. */
+  /** Folder for the cache file; default $RUNNER_TEMP (from `env`). With neither, nothing is cached and one warning says so. */
   cacheDir?: string;
   /** Where ACTIONS_RUNNER_PREFLIGHT_* settings are read; default process.env. */
   env?: Record<string, string | undefined>;

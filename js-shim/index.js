@@ -5,7 +5,6 @@
 // WebAssembly) that decides everything else.
 
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 
 const core = require('../pkg/k8s_auth_preflight.js');
@@ -13,6 +12,7 @@ const { drive, takeTurn } = require('./drive');
 const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
 const { acquireLock, removeLock, releaseLock } = require('./lock-file');
 const { completeLogger } = require('./log');
+const { errorDescriber } = require('./facts');
 const {
   PreflightInconclusiveError,
   PreflightError,
@@ -118,7 +118,10 @@ function createAuthPreflight(options) {
     const clock = options.now || Date.now;
     const logger = completeLogger(options.logger);
     const credential = readCredential(kubeConfig, logger);
-    const file = cacheFile(options, env, requiredPermissions, namespace, credential);
+    // Error facts never carry the credential, nor any long piece of it.
+    const describeError = errorDescriber(credential, credentialSource(kubeConfig));
+    const { file, warning: folderWarning } = cacheFile(options, env, requiredPermissions, namespace, credential);
+    if (folderWarning) logger.warning(folderWarning);
     // Warnings about the file are printed for the first read only; a process
     // waiting for another's record reads it again and again.
     const readCached = (warn) => {
@@ -157,6 +160,7 @@ function createAuthPreflight(options) {
           clock,
           logger,
           observer: options.observer,
+          describeError,
         });
       } finally {
         driven.free();
@@ -254,11 +258,35 @@ function environment(options) {
   return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
 }
 
+/**
+ * The cache file, as the core names it and places it: `{ file, warning }`,
+ * `file` null when there is none (caching off, no credential, or no folder:
+ * then `warning` may say why).
+ */
 function cacheFile(options, env, permissions, namespace, credential) {
   const name = core.cacheFileName(env, permissions, namespace, credential);
-  if (!name) return null;
-  const dir = options.cacheDir || env.RUNNER_TEMP || os.tmpdir();
-  return path.join(dir, name);
+  if (!name) return { file: null, warning: null };
+  const { folder, warning } = core.cacheFolder(env, options.cacheDir);
+  return { file: folder ? path.join(folder, name) : null, warning };
+}
+
+/**
+ * Where the kubeconfig's current user's token comes from, in words for an
+ * error message (`the token file <path>`, `the kubeconfig's inline token`);
+ * null for other credentials or none.
+ */
+function credentialSource(kubeConfig) {
+  let user;
+  try {
+    user = kubeConfig && typeof kubeConfig.getCurrentUser === 'function' ? kubeConfig.getCurrentUser() : null;
+  } catch {
+    return null;
+  }
+  if (!user) return null;
+  if (typeof user.token === 'string' && user.token) return "the kubeconfig's inline token";
+  const config = (user.authProvider && user.authProvider.config) || {};
+  const tokenFile = config.tokenFile || config['token-file'];
+  return typeof tokenFile === 'string' && tokenFile ? `the token file ${tokenFile}` : null;
 }
 
 /**

@@ -31,13 +31,35 @@ function defaultLogger() {
   return stdoutLogger();
 }
 
-/** Fills in missing methods so a partial logger never throws. */
+/**
+ * Fills in missing methods, and makes every method safe: a host logger
+ * that throws (a closed stream, a bug) loses that line, never the verdict.
+ */
 function completeLogger(logger) {
   const base = logger || defaultLogger();
-  const pick = (name, fallback) => (typeof base[name] === 'function' ? base[name].bind(base) : fallback);
+  const pick = (name, fallback) => {
+    try {
+      const method = base[name];
+      return typeof method === 'function' ? method.bind(base) : fallback;
+    } catch {
+      return fallback; // a throwing getter
+    }
+  };
+  const safe = (write) => (message) => {
+    try {
+      write(message);
+    } catch {
+      // The line is lost; the check goes on.
+    }
+  };
   const warning = pick('warning', stdoutLogger().warning);
   // A host logger without `debug` prints nothing at debug level.
-  return { debug: pick('debug', () => {}), info: pick('info', () => {}), warning, error: pick('error', warning) };
+  return {
+    debug: safe(pick('debug', () => {})),
+    info: safe(pick('info', () => {})),
+    warning: safe(warning),
+    error: safe(pick('error', warning)),
+  };
 }
 
 module.exports = { escapeData, stdoutLogger, defaultLogger, completeLogger };

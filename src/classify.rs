@@ -12,8 +12,16 @@
 //!    (the 403 is the unwarmed apiserver's RBAC cache, see DESIGN.md); 2xx
 //!    with a body that did not parse (`SyntaxError`) and every other 4xx are
 //!    fatal.
-//! 3. no status: a transient connection code anywhere in the cause chain
-//!    (`ECONNREFUSED`, ..., any `UND_ERR_*`), or a transient message signature
+//!    A 2xx whose body was cut off in transit (see rule 4) is transient.
+//! 3. no status, and the HTTP client refused to send a header value (a
+//!    credential with a trailing newline, a NUL, a character above U+00FF):
+//!    fatal, with a message that says so and names where the credential came
+//!    from ([`ErrorFacts::credential_source`]). The shim has already
+//!    replaced the credential in the message with `<redacted>`.
+//! 4. no status: a transient connection code anywhere in the cause chain
+//!    (`ECONNREFUSED`, ..., any `UND_ERR_*`), a body cut off mid-way
+//!    (`ERR_STREAM_PREMATURE_CLOSE`, "Premature close", "Invalid response
+//!    body", undici's `terminated`), or a transient message signature
 //!    (`socket hang up`, or a code spelled out inside the message) is
 //!    transient; a `SyntaxError` is fatal; anything else is fatal, because an
 //!    unknown error retried for 90 s only hides a bug.
@@ -38,8 +46,13 @@ pub struct ErrorFacts {
     pub timed_out: bool,
     /// The error's `name` (`SyntaxError`, `TypeError`, `FetchError`, ...).
     pub name: Option<String>,
-    /// The error's message (joined with its causes' messages by the shim).
+    /// The error's message (joined with its causes' messages by the shim,
+    /// with the credential replaced by `<redacted>`).
     pub message: String,
+    /// Where the credential the request carried came from (`the token file
+    /// /var/run/secrets/.../token`, `the kubeconfig's inline token`), when
+    /// the shim knows; only ever named in messages.
+    pub credential_source: Option<String>,
 }
 
 /// What to do about a failure.
@@ -112,6 +125,39 @@ const TRANSIENT_MESSAGES: &[&str] = &[
     "client network socket disconnected",
 ];
 
+/// Codes that mean the response body was cut off while it was read: the
+/// stream ended before the body did. node-fetch (client-node 1.x) reports a
+/// cut chunked body as `FetchError` with this code; undici (2.x) reports
+/// every cut as `UND_ERR_SOCKET`, already transient by its prefix.
+const BODY_CUT_CODES: &[&str] = &["ERR_STREAM_PREMATURE_CLOSE"];
+
+/// Lower-case message fragments of a body read that failed mid-way:
+/// node-fetch's "Invalid response body while trying to fetch <url>:
+/// Premature close".
+const BODY_CUT_MESSAGES: &[&str] = &["premature close", "invalid response body"];
+
+/// Undici's message for a body whose connection ended mid-way, matched as
+/// the whole message or its first part (`terminated: other side closed`):
+/// the word alone is too common to look for anywhere.
+const UNDICI_TERMINATED: &str = "terminated";
+
+/// Lower-case message fragments of an HTTP client refusing a header value
+/// before anything was sent. The only header value we do not write
+/// ourselves is the credential's (`Authorization: Bearer <token>`).
+const BAD_HEADER_MESSAGES: &[&str] = &[
+    // node-fetch (client-node 1.x): "Bearer <token> is not a legal HTTP header value"
+    "is not a legal http header value",
+    // undici's Headers (2.x): a NUL or a newline inside the value
+    "is an invalid header value",
+    // undici's WebIDL (2.x): a character above U+00FF
+    "cannot convert argument to a bytestring",
+    // node:http (`ERR_INVALID_CHAR`)
+    "invalid character in header content",
+];
+
+/// Node's codes for the same refusal.
+const BAD_HEADER_CODES: &[&str] = &["ERR_INVALID_CHAR", "ERR_HTTP_INVALID_HEADER_VALUE"];
+
 /// Classifies one failure. `now_ms` (Unix epoch) is needed for HTTP-date
 /// `Retry-After` values; `retry_after_limit` clamps what a server may ask.
 pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) -> Class {
@@ -123,10 +169,18 @@ pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) ->
     if let Some(status) = facts.status {
         return classify_status(status, facts, now_ms, retry_after_limit);
     }
+    let message = facts.message.to_ascii_lowercase();
+    if is_bad_header(facts, &message) {
+        return Class::Fatal {
+            why: bad_credential_reason(facts.credential_source.as_deref()),
+        };
+    }
     if let Some(code) = transient_code(facts) {
         return Class::Transient { why: code };
     }
-    let message = facts.message.to_ascii_lowercase();
+    if let Some(why) = body_cut(facts, &message) {
+        return Class::Transient { why };
+    }
     if let Some(sign) = TRANSIENT_MESSAGES.iter().find(|m| contains(&message, m)) {
         return Class::Transient {
             why: (*sign).to_string(),
@@ -173,6 +227,11 @@ fn classify_status(status: u16, facts: &ErrorFacts, now_ms: u64, limit: Duration
             None => Class::Transient { why },
         },
         401 | 403 | 408 | 500..=599 => Class::Transient { why },
+        200..=299 if body_cut(facts, &facts.message.to_ascii_lowercase()).is_some() => {
+            Class::Transient {
+                why: format!("{why} with its body cut off"),
+            }
+        }
         200..=299 if facts.name.as_deref() == Some("SyntaxError") => Class::Fatal {
             why: format!("{why} with a malformed body (not JSON)"),
         },
@@ -186,6 +245,57 @@ fn transient_code(facts: &ErrorFacts) -> Option<String> {
         .iter()
         .find(|c| TRANSIENT_CODES.contains(&c.as_str()) || c.starts_with(UNDICI_PREFIX))
         .cloned()
+}
+
+/// The response body was cut off mid-way (see [`BODY_CUT_CODES`]); the
+/// reason, if so. Undici's own codes count too (a 2xx reported with one).
+fn body_cut(facts: &ErrorFacts, lower_message: &str) -> Option<String> {
+    let code = facts
+        .codes
+        .iter()
+        .find(|c| BODY_CUT_CODES.contains(&c.as_str()) || c.starts_with(UNDICI_PREFIX));
+    if let Some(code) = code {
+        return Some(format!("response body cut off ({code})"));
+    }
+    let terminated = lower_message == UNDICI_TERMINATED
+        || lower_message
+            .strip_prefix(UNDICI_TERMINATED)
+            .is_some_and(|rest| rest.starts_with(':'));
+    if terminated || BODY_CUT_MESSAGES.iter().any(|m| contains(lower_message, m)) {
+        return Some("response body cut off".into());
+    }
+    None
+}
+
+/// True when the HTTP client refused to send the request at all (a
+/// credential that is not a legal header value): every other request of
+/// the check carries the same header and fails the same way.
+pub fn request_cannot_be_sent(facts: &ErrorFacts) -> bool {
+    facts.status.is_none() && is_bad_header(facts, &facts.message.to_ascii_lowercase())
+}
+
+/// The HTTP client refused a header value: nothing was sent.
+fn is_bad_header(facts: &ErrorFacts, lower_message: &str) -> bool {
+    facts
+        .codes
+        .iter()
+        .any(|c| BAD_HEADER_CODES.contains(&c.as_str()))
+        || BAD_HEADER_MESSAGES
+            .iter()
+            .any(|m| contains(lower_message, m))
+}
+
+/// What to tell the user when the credential cannot be sent as a header.
+fn bad_credential_reason(source: Option<&str>) -> String {
+    const WHAT: &str =
+        "contains a character that is not allowed in an HTTP header, such as a trailing newline";
+    match source.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(source) => format!(
+            "the service-account token {WHAT} (the token comes from {}); remove that character",
+            shorten(source)
+        ),
+        None => format!("the credential (or another header value) {WHAT}"),
+    }
 }
 
 /// Keeps reasons short enough for one log line.
@@ -373,6 +483,49 @@ mod tests {
             },
             K::F,
         ));
+        // A 2xx body cut off mid-way, as each client reports it (provoked
+        // against tests/support/apiserver.js's `cutBody` phase).
+        rows.push((
+            "node-fetch: a cut chunked body",
+            ErrorFacts {
+                codes: vec!["ERR_STREAM_PREMATURE_CLOSE".into()],
+                name: Some("FetchError".into()),
+                message: "Invalid response body while trying to fetch https://127.0.0.1:1/apis/authorization.k8s.io/v1/selfsubjectaccessreviews: Premature close".into(),
+                ..Default::default()
+            },
+            K::T,
+        ));
+        rows.push((
+            "node-fetch: the message alone",
+            message("Invalid response body while trying to fetch https://x/: Premature close"),
+            K::T,
+        ));
+        rows.push((
+            "undici: terminated, UND_ERR_SOCKET cause",
+            ErrorFacts {
+                codes: vec!["UND_ERR_SOCKET".into()],
+                name: Some("TypeError".into()),
+                message: "terminated: other side closed".into(),
+                ..Default::default()
+            },
+            K::T,
+        ));
+        rows.push(("undici: a bare terminated", message("terminated"), K::T));
+        rows.push((
+            "a 200 reported with its cut",
+            ErrorFacts {
+                status: Some(200),
+                codes: vec!["ERR_STREAM_PREMATURE_CLOSE".into()],
+                message: "Premature close".into(),
+                ..Default::default()
+            },
+            K::T,
+        ));
+        rows.push((
+            "'terminated' inside another message",
+            message("process terminated abnormally"),
+            K::F,
+        ));
         rows.push(("unknown error", message("something odd"), K::F));
         rows.push(("nothing at all", ErrorFacts::default(), K::F));
 
@@ -380,6 +533,49 @@ mod tests {
             let got = classify(&facts, NOW, LIMIT);
             assert_eq!(kind(&got), want, "{name}: {facts:?} -> {got:?}");
         }
+    }
+
+    /// Every shape of an HTTP client refusing the credential's header, as
+    /// seen from client-node 1.x (node-fetch) and 2.x (undici), after the
+    /// shim's redaction: fatal, and the reason says what is wrong and where
+    /// the token came from.
+    #[test]
+    fn a_credential_that_is_not_a_legal_header_value_is_fatal_and_named() {
+        let shapes = [
+            ("", "Bearer <redacted> is not a legal HTTP header value"),
+            ("", "Headers.append: \"Bearer <redacted>\" is an invalid header value."),
+            ("", "Cannot convert argument to a ByteString because the character at index 48 has a value of 8203 which is greater than 255."),
+            ("ERR_INVALID_CHAR", "Invalid character in header content [\"Authorization\"]"),
+            ("ERR_HTTP_INVALID_HEADER_VALUE", "Invalid value \"<redacted>\" for header \"Authorization\""),
+        ];
+        for (code, msg) in shapes {
+            let facts = ErrorFacts {
+                codes: if code.is_empty() {
+                    vec![]
+                } else {
+                    vec![code.into()]
+                },
+                name: Some("TypeError".into()),
+                message: msg.into(),
+                credential_source: Some("the token file /run/secrets/token".into()),
+                ..Default::default()
+            };
+            let class = classify(&facts, NOW, LIMIT);
+            assert_eq!(kind(&class), K::F, "{msg}");
+            let why = class.why();
+            assert!(
+                why.contains("not allowed in an HTTP header, such as a trailing newline")
+                    && why.contains("the token file /run/secrets/token"),
+                "{why}"
+            );
+        }
+        let unknown_source = ErrorFacts {
+            message: "Bearer <redacted> is not a legal HTTP header value".into(),
+            ..Default::default()
+        };
+        assert!(classify(&unknown_source, NOW, LIMIT)
+            .why()
+            .contains("not allowed in an HTTP header"));
     }
 
     #[test]

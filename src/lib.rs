@@ -20,6 +20,7 @@
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
 pub mod cache;
+pub mod cache_folder;
 pub mod classify;
 pub mod config;
 pub mod hedge;

@@ -60,7 +60,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::cache::{self, CacheKey, CacheState};
-use crate::classify::{classify, Class, ErrorFacts};
+use crate::classify::{classify, request_cannot_be_sent, Class, ErrorFacts};
 use crate::config::{EnvValue, OnInconclusive, SettingError, Settings};
 use crate::hedge::{AfterFailure, Attempt};
 use crate::identity::Identity;
@@ -426,9 +426,10 @@ pub struct Preflight {
 /// all. But a server that answers and keeps refusing only the rules review
 /// (a cluster that forbids it, a broken aggregation layer) must not make the
 /// fast path worse than no fast path: after this many answers, fall back.
-/// Connection failures (no answer at all) do not count: access reviews would
-/// fail the same way. Nor do throttled answers (429, 503): a server that
-/// sheds load must never make the check send more requests.
+/// Connection failures (no answer at all) and 2xx answers whose body was cut
+/// off do not count: access reviews would fail the same way. Nor do
+/// throttled answers (429, 503): a server that sheds load must never make
+/// the check send more requests.
 pub const RULES_REFUSALS_BEFORE_FALLBACK: u32 = 3;
 
 /// How many answers `allowed: false` with an `evaluationError` (and no
@@ -921,7 +922,9 @@ impl Preflight {
             if counts_as_refusal(&class, facts) {
                 self.rules_refusals += 1;
             }
-            let fatal = matches!(class, Class::Fatal { .. });
+            // A request the client cannot send at all (a bad credential)
+            // would fail the same way as an access review: no fall-back.
+            let fatal = matches!(class, Class::Fatal { .. }) && !request_cannot_be_sent(facts);
             if fatal || self.rules_refusals >= RULES_REFUSALS_BEFORE_FALLBACK {
                 // An old server (404), or a server that keeps refusing the
                 // rules review (403, 5xx, ...): ask every permission.
@@ -1335,20 +1338,21 @@ pub fn cache_file_name<'a, V: Into<EnvValue<'a>>>(
 }
 
 /// True when an error answer to the rules review counts toward
-/// [`RULES_REFUSALS_BEFORE_FALLBACK`]: an HTTP status that is not a sign of
-/// load. A throttled answer (429, or 503 with `Retry-After`) or a 503 says
+/// [`RULES_REFUSALS_BEFORE_FALLBACK`]: an HTTP error status that is not a
+/// sign of load. A throttled answer (429, or 503 with `Retry-After`) or a 503 says
 /// the server is overloaded; falling back would send 13 requests where one
 /// was refused, so it is retried like any transient failure instead.
 fn counts_as_refusal(class: &Class, facts: &ErrorFacts) -> bool {
     match facts.status {
-        None | Some(503) => false,
+        // No answer, a 2xx cut off mid-body, or an overloaded server.
+        None | Some(200..=299) | Some(503) => false,
         Some(_) => !matches!(class, Class::Throttled { .. }),
     }
 }
 
 fn describe(class: &Class, facts: &ErrorFacts) -> String {
     let why = class.why();
-    let detail = facts.message.trim();
+    let detail = facts.message.trim().trim_end_matches('.');
     // An abort's message ("The user aborted a request.", "This operation was
     // aborted") depends on the client and says nothing more than the flag.
     if facts.timed_out || detail.is_empty() || detail.len() > 160 {

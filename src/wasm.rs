@@ -136,6 +136,35 @@ pub fn cache_file_name(
     .map_err(setup_error)
 }
 
+/// `cacheFolder(env, cacheDir)`: the folder for the cache record, from
+/// `options.cacheDir` and `env.RUNNER_TEMP`: `{ folder, warning }`, one of
+/// them null.
+#[wasm_bindgen(js_name = cacheFolder)]
+pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
+    let runner_temp = if env.is_object() {
+        Reflect::get(env, &JsValue::from_str(crate::cache_folder::RUNNER_TEMP))
+            .ok()
+            .and_then(|v| v.as_string())
+    } else {
+        None
+    };
+    let answer =
+        crate::cache_folder::cache_folder(runner_temp.as_deref(), cache_dir.as_string().as_deref());
+    let (folder, warning) = match answer {
+        crate::cache_folder::CacheFolder::Folder(folder) => {
+            (JsValue::from_str(&folder), JsValue::NULL)
+        }
+        crate::cache_folder::CacheFolder::None { warning } => {
+            (JsValue::NULL, JsValue::from_str(warning))
+        }
+    };
+    let object = Object::new();
+    // Setting a property of a fresh plain object cannot fail.
+    let _ = Reflect::set(&object, &JsValue::from_str("folder"), &folder);
+    let _ = Reflect::set(&object, &JsValue::from_str("warning"), &warning);
+    object.into()
+}
+
 /// `rulesProve(status, permissions)`: for each permission (flattened, one
 /// verb each, in the order given), whether the rules review status proves it.
 #[wasm_bindgen(js_name = rulesProve)]

@@ -11,7 +11,7 @@ use common::*;
 use k8s_auth_preflight::preflight::{Request, ResultError};
 use k8s_auth_preflight::rules::{rule_grants, ResourceRule, RulesStatus};
 use k8s_auth_preflight::{
-    permission, Identity, Permission, Preflight, ProbeResult, Settings, Source, Verdict,
+    permission, ErrorFacts, Identity, Permission, Preflight, ProbeResult, Settings, Source, Verdict,
 };
 
 fn settings() -> Settings {
@@ -439,4 +439,68 @@ fn a_malformed_rules_review_proves_nothing() {
     });
     assert_eq!(run.outcome.verdict, Verdict::Allowed);
     assert_eq!(run.outcome.requests, 1);
+}
+
+/// A rotating endpoint cuts the rules review's 2xx body mid-way, five
+/// times: each cut is retried (it is transient), none counts toward the
+/// fall-back (no error answer came back), and the rules review, answered at
+/// last, proves everything.
+#[test]
+fn a_rules_review_cut_mid_body_is_retried_and_does_not_count_toward_the_fallback() {
+    let node_fetch_cut = ErrorFacts {
+        codes: vec!["ERR_STREAM_PREMATURE_CLOSE".into()],
+        name: Some("FetchError".into()),
+        message: "Invalid response body while trying to fetch https://127.0.0.1:1/apis/authorization.k8s.io/v1/selfsubjectrulesreviews: Premature close".into(),
+        ..Default::default()
+    };
+    let reported_with_its_200 = ErrorFacts {
+        status: Some(200),
+        ..node_fetch_cut.clone()
+    };
+    let undici_cut = ErrorFacts {
+        codes: vec!["UND_ERR_SOCKET".into()],
+        name: Some("TypeError".into()),
+        message: "terminated: other side closed".into(),
+        ..Default::default()
+    };
+    for cut in [node_fetch_cut, reported_with_its_200, undici_cut] {
+        let mut c = check();
+        let mut server = role_server(full_role(), false);
+        let run = drive(&mut c, T0, |now, s| {
+            if s.attempt <= 5 {
+                fail(cut.clone())
+            } else {
+                server(now, s)
+            }
+        });
+        assert_eq!(run.outcome.verdict, Verdict::Allowed, "{cut:?}");
+        assert!(
+            run.sent.iter().all(|s| s.is_rules()),
+            "five cut bodies did not fan out: {cut:?}"
+        );
+    }
+}
+
+/// A token the HTTP client refuses as a header value fails every request
+/// the same way: the check ends with one request, naming the token's
+/// source, and never fans out to the access reviews.
+#[test]
+fn a_credential_the_client_cannot_send_ends_the_check_without_fanning_out() {
+    let mut c = check();
+    let run = drive(&mut c, T0, |_, _| {
+        fail(ErrorFacts {
+            name: Some("TypeError".into()),
+            message: "Bearer <redacted> is not a legal HTTP header value".into(),
+            credential_source: Some("the token file /run/token".into()),
+            ..Default::default()
+        })
+    });
+    assert_eq!(run.outcome.verdict, Verdict::Error);
+    assert_eq!(run.sent.len(), 1, "one request, the rules review");
+    assert!(
+        run.outcome.message.contains("such as a trailing newline")
+            && run.outcome.message.contains("the token file /run/token"),
+        "{}",
+        run.outcome.message
+    );
 }

@@ -10,8 +10,12 @@ use input::Input;
 use k8s_auth_preflight::{classify, Class, ErrorFacts};
 use libfuzzer_sys::fuzz_target;
 
-const CODES: &[&str] = &["ECONNREFUSED", "ECONNRESET", "UND_ERR_SOCKET", "ERR_X", "ETIMEDOUT", ""];
-const WORDS: &[&str] = &["fetch failed", "socket hang up", "SyntaxError", "TypeError", "3", "-1", "Wed, 21 Oct 2026 02:15:31 GMT", "99999999999"];
+const CODES: &[&str] = &["ECONNREFUSED", "ECONNRESET", "UND_ERR_SOCKET", "ERR_X", "ETIMEDOUT", "", "ERR_STREAM_PREMATURE_CLOSE", "ERR_INVALID_CHAR"];
+const WORDS: &[&str] = &[
+    "fetch failed", "socket hang up", "SyntaxError", "TypeError", "3", "-1", "Wed, 21 Oct 2026 02:15:31 GMT", "99999999999",
+    "terminated", "terminated:", "Premature close", "Invalid response body", "is not a legal HTTP header value",
+    "Cannot convert argument to a ByteString", "ü", "\u{2019}", "",
+];
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input::new(data);
@@ -22,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
         timed_out: input.bool(),
         name: if input.bool() { Some(input.string(WORDS)) } else { None },
         message: input.string(WORDS),
+        credential_source: if input.bool() { Some(input.string(WORDS)) } else { None },
     };
     let limit = Duration::from_millis(input.u64() % 600_000);
     let now = input.u64() >> 1;

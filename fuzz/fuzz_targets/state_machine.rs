@@ -46,12 +46,13 @@ fn status(input: &mut Input) -> RulesStatus {
 
 fn facts(input: &mut Input) -> ErrorFacts {
     ErrorFacts {
-        codes: input.strings(&["ECONNREFUSED", "UND_ERR_SOCKET", "EWHAT"], 2),
-        status: if input.bool() { Some([403, 404, 429, 500, 503, 201, 401][usize::from(input.u8()) % 7]) } else { None },
+        codes: input.strings(&["ECONNREFUSED", "UND_ERR_SOCKET", "EWHAT", "ERR_STREAM_PREMATURE_CLOSE"], 2),
+        status: if input.bool() { Some([403, 404, 429, 500, 503, 201, 401, 200][usize::from(input.u8()) % 8]) } else { None },
         retry_after: if input.bool() { Some(input.string(&["1", "40", "-1", "x"])) } else { None },
         timed_out: input.bool(),
         name: if input.bool() { Some("SyntaxError".into()) } else { None },
-        message: input.string(&["fetch failed", "socket hang up", "odd"]),
+        message: input.string(&["fetch failed", "socket hang up", "odd", "terminated", "Premature close", "Bearer <redacted> is not a legal HTTP header value"]),
+        credential_source: if input.bool() { Some("the token file /t".into()) } else { None },
     }
 }
 

@@ -316,6 +316,7 @@ pub fn error_facts(v: &JsValue) -> Conv<ErrorFacts> {
         timed_out: f.flag("timedOut"),
         name: f.optional_string("name"),
         message: f.string("message"),
+        credential_source: f.optional_string("credentialSource"),
     };
     f.done(facts)
 }

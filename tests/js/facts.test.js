@@ -11,7 +11,7 @@ const path = require('node:path');
 const { consumer, k8s, preflight, setup, expectedReview } = require('./support/harness');
 
 const installed = path.join(consumer.consumerDir, 'node_modules', 'k8s-auth-preflight');
-const { errorFacts } = require(path.join(installed, 'js-shim', 'facts.js'));
+const { errorFacts, errorDescriber, redactor } = require(path.join(installed, 'js-shim', 'facts.js'));
 const core = require(path.join(installed, 'pkg', 'k8s_auth_preflight.js'));
 
 const classify = (facts) => core.classify(facts, Date.now(), {});
@@ -308,4 +308,43 @@ test(`[${consumer.flavour}] real client: a hung request aborted through withAbor
   // Only the shim knows the abort was its timeout; it says so with timedOut.
   assert.equal(classify(facts).kind, 'fatal');
   assert.deepEqual(classify(errorFacts(e, { timedOut: true })), { kind: 'transient', why: 'request timed out' });
+});
+
+test('redaction: the credential, and every piece of it of 8 characters or more, becomes <redacted>', () => {
+  const token = 'eyJhbGciOiJSUzI1NiJ9.payload-part.signature-part\n';
+  const redact = redactor(token);
+  assert.equal(redact(`Bearer ${token} is not a legal HTTP header value`), 'Bearer <redacted> is not a legal HTTP header value');
+  assert.equal(redact('head payload-part tail'), 'head <redacted> tail', 'a long piece alone');
+  assert.equal(redact('eyJhbGci and ignature'), 'eyJhbGci and ignature'.replace('eyJhbGci', '<redacted>').replace('ignature', '<redacted>'));
+  assert.equal(redact('a short eyJhbGc piece'), 'a short eyJhbGc piece', 'seven characters stay');
+  assert.equal(redact('nothing here'), 'nothing here');
+  // Bytes, as read from a token file: seen as UTF-8 and as Latin-1.
+  const bytes = Buffer.from('token-with-quote\u2019-end', 'utf8');
+  const r = redactor(new Uint8Array(bytes));
+  assert.equal(r('x token-with-quote\u2019-end y'), 'x <redacted> y');
+  assert.equal(r(`x ${bytes.toString('latin1')} y`), 'x <redacted> y');
+  // No credential, or a short one: nothing to hide.
+  assert.equal(redactor(null)('Bearer abcdefghij'), 'Bearer abcdefghij');
+  assert.equal(redactor('abc')('abc abc'), 'abc abc');
+});
+
+test('errorDescriber: redacted facts, through the cause chain, with the credential source', () => {
+  const token = 'sa-token-0123456789abcdef';
+  const cause = Object.assign(new Error(`inner ${token}`), { code: 'UND_ERR_SOCKET' });
+  const e = new TypeError(`Headers.append: "Bearer ${token}\u0000" is an invalid header value.`, { cause });
+  const facts = errorDescriber(token, 'the token file /run/token')(e, false);
+  assert.equal(facts.message, 'Headers.append: "Bearer <redacted>" is an invalid header value.: inner <redacted>');
+  assert.equal(facts.credentialSource, 'the token file /run/token');
+  assert.deepEqual(facts.codes, ['UND_ERR_SOCKET']);
+  const cls = classify({ ...facts, codes: [] });
+  assert.equal(cls.kind, 'fatal');
+  assert.match(cls.why, /not allowed in an HTTP header, such as a trailing newline \(the token comes from the token file \/run\/token\)/);
+});
+
+test('a credential the shim does not know is still hidden after its scheme', () => {
+  const e = new TypeError('Bearer some.unknown-oidc-token\n is not a legal HTTP header value');
+  assert.equal(errorFacts(e).message, 'Bearer <redacted>\n is not a legal HTTP header value');
+  const basic = new TypeError('Headers.append: "Basic dXNlcjpwYXNz\u0000" is an invalid header value.');
+  assert.equal(errorFacts(basic).message, 'Headers.append: "Basic <redacted>" is an invalid header value.');
+  assert.equal(errorFacts(new Error('the bearer of bad news')).message, 'the bearer of bad news', 'only the scheme, spelled as sent');
 });

@@ -6,7 +6,7 @@
  * POSTs from one namespaced Role evaluated with Kubernetes RBAC matching, and
  * can be switched at run time into the fault shapes seen during control-plane
  * endpoint rotations (refused connections, hung requests, resets, transient
- * 401/403, throttling, 5xx, malformed and trickled bodies).
+ * 401/403, throttling, 5xx, malformed, trickled and cut bodies).
  *
  * Library:
  *   const { startApiServer } = require('./apiserver');
@@ -31,6 +31,11 @@
  * - Leaving `refuse` listens again on the same port, retrying EADDRINUSE a
  *   bounded number of times. Between setPhase() and the re-listen completing
  *   (a few ms) connections are still refused; await setPhase() to be sure.
+ * - `cutBody` answers 201 with half a body and then destroys the connection;
+ *   `framing` is 'length' (a Content-Length for the whole body, the default),
+ *   'chunked', or 'close' (neither: the body runs to the end of the
+ *   connection); with `hang: true` the connection is left open and silent
+ *   instead, as when a path drops without a reset.
  * - `hang` keeps hung requests hung after the phase changes, until the client
  *   gives up, a later `refuse` phase, or close().
  * - `rulesReviewStatus` (an HTTP status 400..599, or null: off) makes healthy
@@ -79,7 +84,12 @@ const PHASES = Object.freeze([
   'unavailable503',
   'malformed',
   'trickle',
+  'cutBody',
 ]);
+
+// How a `cutBody` answer frames its body: a Content-Length, chunked
+// encoding, or neither (the body runs to the end of the connection).
+const CUT_FRAMINGS = Object.freeze(['length', 'chunked', 'close']);
 
 function loadCerts() {
   return {
@@ -206,6 +216,9 @@ function checkPhase(name, options) {
   }
   if (opts.trickleBytes !== undefined && opts.trickleBytes < 1) {
     throw new RangeError('trickleBytes must be at least 1');
+  }
+  if (opts.framing !== undefined && !CUT_FRAMINGS.includes(opts.framing)) {
+    throw new RangeError(`framing must be one of ${CUT_FRAMINGS.join(', ')}, got ${JSON.stringify(opts.framing)}`);
   }
   return { ...opts, share };
 }
@@ -605,6 +618,8 @@ async function startApiServer(options = {}) {
         entry.status = 201;
         return;
       }
+      case 'cutBody':
+        return sendCut(res, entry, kind);
       default:
         throw new Error(`no fault answer for phase ${phase}`);
     }
@@ -727,6 +742,41 @@ async function startApiServer(options = {}) {
       later(gapMs, writeNext);
     };
     later(gapMs, writeNext);
+  }
+
+  // A rotating endpoint cutting a 2xx answer mid-body: the status line, the
+  // headers and half the body go out on the raw socket (so the framing is
+  // exactly what `framing` says), then the connection is destroyed, or with
+  // `hang: true` left open and silent (a path that dropped without a reset).
+  function sendCut(res, entry, kind) {
+    const socket = res.socket;
+    if (!socket || socket.destroyed) return;
+    const opts = state.phaseOptions;
+    const framing = opts.framing || 'length';
+    const kindName = kind === 'ssrr' ? 'SelfSubjectRulesReview' : 'SelfSubjectAccessReview';
+    const body = Buffer.from(
+      JSON.stringify({
+        kind: kindName,
+        apiVersion: 'authorization.k8s.io/v1',
+        metadata: { creationTimestamp: null },
+        spec: { resourceAttributes: { namespace: config.namespace, verb: 'get', resource: 'pods' } },
+        status: { allowed: true, resourceRules: [], incomplete: false },
+      }),
+      'utf8',
+    );
+    const half = body.subarray(0, Math.floor(body.length / 2));
+    const head = ['HTTP/1.1 201 Created', 'Content-Type: application/json'];
+    if (framing === 'length') head.push(`Content-Length: ${body.length}`);
+    if (framing === 'chunked') head.push('Transfer-Encoding: chunked');
+    if (framing === 'close') head.push('Connection: close');
+    const payload =
+      framing === 'chunked'
+        ? Buffer.concat([Buffer.from(`${half.length.toString(16)}\r\n`), half, Buffer.from('\r\n')])
+        : half;
+    entry.status = opts.hang ? 'cut-hang' : 'cut';
+    socket.write(Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`), payload]), () => {
+      if (!opts.hang) socket.destroy();
+    });
   }
 
   // --- public handle -------------------------------------------------------

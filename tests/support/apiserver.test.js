@@ -511,6 +511,61 @@ describe('fault phases', () => {
     await server.setPhase('healthy');
   });
 
+  it('cutBody -> 201 and half the body, then the connection is destroyed (or left silent), for each framing', async () => {
+    // What arrived on the wire, and how the response ended.
+    const cutRequest = (hangMs) =>
+      new Promise((resolve, reject) => {
+        const payload = JSON.stringify(body);
+        const req = https.request(
+          `${server.url}${SSAR}`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), authorization: 'Bearer test-token' },
+            ca: server.caPem,
+            agent: false,
+          },
+          (res) => {
+            let bytes = 0;
+            let ended = 'open';
+            res.on('data', (chunk) => (bytes += chunk.length));
+            res.on('end', () => (ended = 'end'));
+            res.on('error', () => {});
+            res.on('close', () => resolve({ status: res.statusCode, headers: res.headers, bytes, ended, complete: res.complete }));
+            if (hangMs) setTimeout(() => req.destroy(), hangMs);
+          },
+        );
+        req.on('error', () => {});
+        req.on('close', () => setTimeout(() => reject(new Error('closed before a response')), 50).unref());
+        req.end(payload);
+      });
+    for (const framing of ['length', 'chunked', 'close']) {
+      await server.setPhase('cutBody', { framing });
+      const res = await cutRequest(0);
+      assert.equal(res.status, 201, framing);
+      assert.ok(res.bytes > 20, `${framing}: half a body arrived (${res.bytes} bytes)`);
+      if (framing === 'length') {
+        assert.ok(Number(res.headers['content-length']) > res.bytes, 'fewer bytes than the Content-Length');
+        assert.equal(res.complete, false);
+      }
+      if (framing === 'chunked') {
+        assert.equal(res.headers['transfer-encoding'], 'chunked');
+        assert.equal(res.complete, false, 'no last chunk');
+      }
+      if (framing === 'close') {
+        assert.equal(res.headers['content-length'], undefined);
+        assert.equal(res.headers['transfer-encoding'], undefined);
+      }
+      assert.equal(server.requests.at(-1).status, 'cut');
+    }
+    await server.setPhase('cutBody', { framing: 'length', hang: true });
+    const res = await cutRequest(200);
+    assert.equal(res.status, 201);
+    assert.equal(res.complete, false, 'still open when the client gave up');
+    assert.equal(server.requests.at(-1).status, 'cut-hang');
+    assert.throws(() => server.setPhase('cutBody', { framing: 'gzip' }), /framing must be one of/);
+    await server.setPhase('healthy');
+  });
+
   it('trickle -> complete answer, slowly, in several chunks', async () => {
     await server.setPhase('trickle', { trickleMs: 15, trickleBytes: 32 });
     const res = await request(server, { body });
