@@ -12,6 +12,7 @@ const core = require('../pkg/k8s_auth_preflight.js');
 const { drive, takeTurn } = require('./drive');
 const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
 const { acquireLock, removeLock, releaseLock } = require('./lock-file');
+const { readKeyFile, createKeyFile } = require('./key-file');
 const { completeLogger } = require('./log');
 const {
   PreflightInconclusiveError,
@@ -119,6 +120,7 @@ function createAuthPreflight(options) {
     const logger = completeLogger(options.logger);
     const credential = readCredential(kubeConfig, logger);
     const file = cacheFile(options, env, requiredPermissions, namespace, credential);
+    const keyFile = file ? runnerKey(env) : undefined;
     // Warnings about the file are printed for the first read only; a process
     // waiting for another's record reads it again and again.
     const readCached = (warn) => {
@@ -127,7 +129,8 @@ function createAuthPreflight(options) {
       if (read.warning && warn) logger.warning(read.warning);
       return read.bytes;
     };
-    const newMachine = (record) => new core.Preflight(env, requiredPermissions, namespace, credential, record, clock());
+    const newMachine = (record) =>
+      new core.Preflight(env, requiredPermissions, namespace, credential, record, clock(), keyFile);
     let machine = newMachine(readCached(true));
     let lock = null;
     let outcome;
@@ -251,6 +254,21 @@ function cacheFile(options, env, permissions, namespace, credential) {
   if (!name) return null;
   const dir = options.cacheDir || env.RUNNER_TEMP || os.tmpdir();
   return path.join(dir, name);
+}
+
+/**
+ * The runner key file's report for the core: read where the core says it
+ * is; created (then read again) when the core hands over a new one's text.
+ */
+function runnerKey(env) {
+  const at = core.runnerKeyFile(env);
+  if (!at.file) return { type: 'none', processUid: null };
+  const limit = core.runnerKeyMaxBytes();
+  const facts = readKeyFile(at.file, limit);
+  const text = core.runnerKeyToCreate(facts);
+  if (typeof text !== 'string') return facts;
+  const createError = createKeyFile(at, text);
+  return { ...readKeyFile(at.file, limit), createError };
 }
 
 /**

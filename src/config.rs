@@ -47,6 +47,8 @@ pub struct Settings {
     pub retry_quota: Option<u32>,
     /// Seed for jitter (reproducible runs); `None` draws from the OS.
     pub seed: Option<u64>,
+    /// The runner key file ([`crate::runner_key`]); `None`: in `$HOME`.
+    pub key_file: Option<String>,
 }
 
 impl Default for Settings {
@@ -69,6 +71,7 @@ impl Settings {
             hedge_after: None,
             retry_quota: None,
             seed: None,
+            key_file: None,
         }
     }
 }
@@ -101,6 +104,7 @@ enum Kind {
     Jitter,
     Switch,
     Seed,
+    Path,
 }
 
 const H: u64 = 3_600_000;
@@ -259,6 +263,14 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "seed for jitter, for reproducible runs",
         kind: Kind::Seed,
     },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_KEY_FILE",
+        accepts: "an absolute path",
+        default: "unset ($HOME/.k8s-auth-preflight/runner-key)",
+        #[cfg(test)]
+        meaning: "the runner's secret key file (mode 0600, in a folder job containers do not mount) that signs cached verdicts, so that they survive token rotation; made if missing",
+        kind: Kind::Path,
+    },
 ];
 
 /// A variable whose value was not used.
@@ -298,6 +310,9 @@ pub enum Problem {
     /// A grace limit below the TTL.
     #[error("below the cache TTL")]
     BelowTtl,
+    /// A relative path where an absolute one is needed.
+    #[error("not an absolute path")]
+    NotAbsolute,
     /// A variable with our prefix that we do not read (a typo?).
     #[error("not a setting of this package")]
     UnknownVariable,
@@ -440,6 +455,12 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
         Kind::Seed => {
             settings.seed = Some(number(value, 0, u64::MAX)?);
         }
+        Kind::Path => {
+            if !crate::runner_key::is_absolute(value) {
+                return Err(Problem::NotAbsolute);
+            }
+            settings.key_file = Some(value.to_string());
+        }
     }
     Ok(())
 }
@@ -494,7 +515,7 @@ mod tests {
         let (from_table, errors) = Settings::from_env(
             VARIABLES
                 .iter()
-                .filter(|v| v.kind != Kind::Seed)
+                .filter(|v| v.kind != Kind::Seed && v.kind != Kind::Path)
                 .map(|v| (v.name, v.default)),
         );
         assert!(errors.is_empty(), "{errors:?}");
@@ -520,6 +541,7 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "5000"),
             ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42"),
+            ("ACTIONS_RUNNER_PREFLIGHT_KEY_FILE", "/etc/runner/key"),
             ("PATH", "/bin"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
@@ -540,6 +562,7 @@ mod tests {
         assert_eq!(s.cache.ttl, ms(1000));
         assert_eq!(s.cache.grace, ms(5000));
         assert_eq!(s.seed, Some(42));
+        assert_eq!(s.key_file.as_deref(), Some("/etc/runner/key"));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod random;
 pub mod retry_after;
 pub mod retry_quota;
 pub mod rules;
+pub mod runner_key;
 pub mod schedule;
 pub mod single_flight;
 pub mod text;
