@@ -27,13 +27,14 @@ bash scripts/build.sh
 
 # The size budget (issue 5: under 100 KiB raw). A size, not a timing: one
 # stray str::contains once brought back 9 KB of searcher and Unicode tables.
-step "size budget: .wasm under 100 KiB"
+# issue 11: guard 200 KiB
+step "size budget: .wasm under 200 KiB"
 wasm_bytes=$(wc -c < pkg/k8s_auth_preflight_bg.wasm)
-if [ "$wasm_bytes" -ge 102400 ]; then
-  echo "pkg/k8s_auth_preflight_bg.wasm is $wasm_bytes bytes, over the 102400-byte budget" >&2
+if [ "$wasm_bytes" -ge 204800 ]; then
+  echo "pkg/k8s_auth_preflight_bg.wasm is $wasm_bytes bytes, over the 204800-byte budget" >&2
   exit 1
 fi
-echo "$wasm_bytes bytes (budget 102400)"
+echo "$wasm_bytes bytes (budget 204800)"
 
 step "pack and install the tarball into the consumer folders"
 node tests/js/support/prepare.js
