@@ -242,6 +242,7 @@ test(`[${consumer.flavour}] the record file is mode 0600 and holds no token`, { 
   assert.equal(record.name.includes(TOKEN.slice(0, 8)), false);
   assert.deepEqual(Object.keys(JSON.parse(record.text)).sort(), [
     'identity',
+    'keyId',
     'mac',
     'namespace',
     'permissions',
