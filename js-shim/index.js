@@ -11,6 +11,7 @@ const core = require('../pkg/k8s_auth_preflight.js');
 const { drive, takeTurn } = require('./drive');
 const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
 const { acquireLock, removeLock, releaseLock } = require('./lock-file');
+const { readKeyFile, createKeyFile } = require('./key-file');
 const { completeLogger } = require('./log');
 const { errorDescriber } = require('./facts');
 const {
@@ -122,6 +123,7 @@ function createAuthPreflight(options) {
     const describeError = errorDescriber(credential, credentialSource(kubeConfig));
     const { file, warning: folderWarning } = cacheFile(options, env, requiredPermissions, namespace, credential);
     if (folderWarning) logger.warning(folderWarning);
+    const keyFile = file ? runnerKey(env) : undefined;
     // Warnings about the file are printed for the first read only; a process
     // waiting for another's record reads it again and again.
     const readCached = (warn) => {
@@ -130,7 +132,8 @@ function createAuthPreflight(options) {
       if (read.warning && warn) logger.warning(read.warning);
       return read.bytes;
     };
-    const newMachine = (record) => new core.Preflight(env, requiredPermissions, namespace, credential, record, clock());
+    const newMachine = (record) =>
+      new core.Preflight(env, requiredPermissions, namespace, credential, record, clock(), keyFile);
     let machine = newMachine(readCached(true));
     let lock = null;
     let outcome;
@@ -287,6 +290,21 @@ function credentialSource(kubeConfig) {
   const config = (user.authProvider && user.authProvider.config) || {};
   const tokenFile = config.tokenFile || config['token-file'];
   return typeof tokenFile === 'string' && tokenFile ? `the token file ${tokenFile}` : null;
+}
+
+/**
+ * The runner key file's report for the core: read where the core says it
+ * is; created (then read again) when the core hands over a new one's text.
+ */
+function runnerKey(env) {
+  const at = core.runnerKeyFile(env);
+  if (!at.file) return { type: 'none', processUid: null };
+  const limit = core.runnerKeyMaxBytes();
+  const facts = readKeyFile(at.file, limit);
+  const text = core.runnerKeyToCreate(facts);
+  if (typeof text !== 'string') return facts;
+  const createError = createKeyFile(at, text);
+  return { ...readKeyFile(at.file, limit), createError };
 }
 
 /**

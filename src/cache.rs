@@ -4,8 +4,15 @@
 //!
 //! A record is bound to what it vouches for (namespace, identity fingerprint,
 //! permission-set fingerprint) and carries an HMAC-SHA256 over those fields
-//! and its write time, keyed from the service-account credential (see
-//! [`crate::identity`]). The credential itself never appears in it.
+//! and its write time, keyed from the runner key and the identity (or, as a
+//! fallback, from the service-account credential; see [`crate::identity`]
+//! and [`crate::runner_key`]). The credential itself never appears in it.
+//!
+//! The record also names its MAC key by a public key id
+//! ([`crate::runner_key::key_id`]): a record whose key id is not ours was
+//! written with another key (another runner, a lost runner key, the
+//! token-derived fallback) and is a plain miss with a warning; a record
+//! with our key id and a MAC that does not verify was edited or forged.
 //!
 //! [`judge`] never panics and never trusts: anything it cannot verify is
 //! [`CacheState::Unusable`] with the reason, and the check asks the API.
@@ -18,9 +25,11 @@ use sha2::{Digest, Sha256};
 use crate::identity::Identity;
 use crate::json::{self, Value};
 use crate::permission::hex;
+use crate::runner_key::key_id;
 
-/// The record format written today.
-pub const RECORD_VERSION: u32 = 1;
+/// The record format written today (2: with `keyId`, signed with the
+/// runner key).
+pub const RECORD_VERSION: u32 = 2;
 /// Records larger than this are not read (a hostile or broken file).
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 
@@ -80,6 +89,7 @@ struct Record<'a> {
     identity: &'a str,
     permissions: &'a str,
     written_at_ms: u64,
+    key_id: &'a str,
     mac: &'a str,
 }
 
@@ -114,6 +124,10 @@ pub enum Unusable {
     WrongVersion(u32),
     /// The MAC does not verify: edited or forged.
     BadMac,
+    /// Signed with another MAC key (its key id is not ours): another
+    /// runner's, a runner key since lost or replaced, or the token-derived
+    /// fallback key.
+    OtherKey,
     /// A valid record for another namespace.
     OtherNamespace,
     /// A valid record for another service account.
@@ -143,6 +157,7 @@ impl Unusable {
             Unusable::Unparsable => "file is not a verdict record".into(),
             Unusable::WrongVersion(v) => format!("record version {v}, expected {RECORD_VERSION}"),
             Unusable::BadMac => "record signature does not verify (edited or forged)".into(),
+            Unusable::OtherKey => "record was written with another key (by another runner, or with a runner key since lost or replaced)".into(),
             Unusable::OtherNamespace => "record is for another namespace".into(),
             Unusable::OtherIdentity => "record is for another service account".into(),
             Unusable::OtherPermissions => "record is for another permission set".into(),
@@ -186,6 +201,12 @@ fn verify(
     if record.version != RECORD_VERSION {
         return Err(Unusable::WrongVersion(record.version));
     }
+    if record.key_id.is_empty() {
+        return Err(Unusable::Unparsable);
+    }
+    if record.key_id != key_id(&key.identity.mac_key) {
+        return Err(Unusable::OtherKey);
+    }
     let mac = unhex(record.mac).ok_or(Unusable::BadMac)?;
     signer(&key.identity.mac_key, &record)
         .verify_slice(&mac)
@@ -220,6 +241,7 @@ fn verify(
 
 /// The record to write for an `allowed` verdict reached at `now_ms`.
 pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
+    let key_id = key_id(&key.identity.mac_key);
     let mut record = Record {
         version: RECORD_VERSION,
         verdict: "allowed",
@@ -227,6 +249,7 @@ pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
         identity: &key.identity.fingerprint,
         permissions: &key.permissions,
         written_at_ms: now_ms,
+        key_id: &key_id,
         mac: "",
     };
     let mac = hex(&signer(&key.identity.mac_key, &record)
@@ -234,13 +257,14 @@ pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
         .into_bytes());
     record.mac = &mac;
     format!(
-        "{{\"version\":{},\"verdict\":{},\"namespace\":{},\"identity\":{},\"permissions\":{},\"writtenAtMs\":{},\"mac\":{}}}",
+        "{{\"version\":{},\"verdict\":{},\"namespace\":{},\"identity\":{},\"permissions\":{},\"writtenAtMs\":{},\"keyId\":{},\"mac\":{}}}",
         record.version,
         json::string(record.verdict),
         json::string(record.namespace),
         json::string(record.identity),
         json::string(record.permissions),
         record.written_at_ms,
+        json::string(record.key_id),
         json::string(record.mac),
     )
 }
@@ -264,6 +288,7 @@ fn parse(fields: &[(String, Value)]) -> Option<Record<'_>> {
         identity: text("identity")?,
         permissions: text("permissions")?,
         written_at_ms: number("writtenAtMs")?,
+        key_id: text("keyId").unwrap_or(""),
         mac: text("mac")?,
     })
 }
@@ -295,6 +320,7 @@ fn signer(mac_key: &[u8; 32], record: &Record<'_>) -> HmacSha256 {
         record.namespace,
         record.identity,
         record.permissions,
+        record.key_id,
     ] {
         mac.update(&(field.len() as u64).to_le_bytes());
         mac.update(field.as_bytes());
@@ -328,6 +354,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 pub(crate) mod tests {
     use super::*;
     use crate::identity::tests::jwt;
+    use crate::runner_key::RunnerSecret;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -430,11 +457,12 @@ pub(crate) mod tests {
             unusable(&key_for(&token(), "ci", "perms-b")),
             Unusable::OtherPermissions
         );
-        // Another account's token: another MAC key, so the MAC fails first.
+        // Another account's token: another MAC key, so the key id differs
+        // first (it was "edited or forged" before records had key ids).
         let other = jwt(r#"{"iss":"k8s","sub":"system:serviceaccount:ci:other"}"#);
         assert_eq!(
             unusable(&key_for(&other, "ci", "perms-a")),
-            Unusable::BadMac
+            Unusable::OtherKey
         );
     }
 
@@ -465,21 +493,86 @@ pub(crate) mod tests {
             judge_at(&edited, &k, NOW + 10),
             CacheState::Unusable(Unusable::BadMac)
         );
-        // A forger without the token signs with some other key.
-        let forged = record_for(&key_for("job-container-guess", "ci", "perms-a"), NOW);
-        let forged = forged.replace(
+        // A forger without the key signs with some other key, and copies
+        // our key id from a record it has seen.
+        let guess = key_for("job-container-guess", "ci", "perms-a");
+        let forged = record_for(&guess, NOW).replace(
             &Identity::from_credential(b"job-container-guess")
                 .unwrap()
                 .fingerprint,
             &k.identity.fingerprint,
         );
+        let with_our_key_id = forged.replace(
+            &key_id(&guess.identity.mac_key),
+            &key_id(&k.identity.mac_key),
+        );
+        assert_eq!(
+            judge_at(&with_our_key_id, &k, NOW),
+            CacheState::Unusable(Unusable::BadMac)
+        );
+        // With its own key id it is a record of another key: refused too.
         assert_eq!(
             judge_at(&forged, &k, NOW),
-            CacheState::Unusable(Unusable::BadMac)
+            CacheState::Unusable(Unusable::OtherKey)
         );
         let garbage_mac = rec.replace("\"mac\":\"", "\"mac\":\"zz");
         assert_eq!(
             judge_at(&garbage_mac, &k, NOW),
+            CacheState::Unusable(Unusable::BadMac)
+        );
+    }
+
+    fn keyed(token: &str, secret: u8) -> CacheKey {
+        CacheKey {
+            namespace: "ci".into(),
+            identity: Identity::with_runner_secret(token.as_bytes(), &RunnerSecret([secret; 32]))
+                .unwrap(),
+            permissions: "perms-a".into(),
+        }
+    }
+
+    #[test]
+    fn a_record_written_before_a_token_rotation_verifies_after_it() {
+        let before = jwt(r#"{"iss":"k8s","sub":"system:serviceaccount:ci:runner","exp":100}"#);
+        let after =
+            jwt(r#"{"iss":"k8s","sub":"system:serviceaccount:ci:runner","exp":200,"jti":"b"}"#);
+        let rec = record_for(&keyed(&before, 1), NOW);
+        let min = 60_000;
+        assert!(matches!(
+            judge_at(&rec, &keyed(&after, 1), NOW + 48 * min),
+            CacheState::Fresh { .. }
+        ));
+        assert!(matches!(
+            judge_at(&rec, &keyed(&after, 1), NOW + 5 * 60 * min),
+            CacheState::Grace { .. }
+        ));
+        // Without the runner key (token-derived fallback) it did not.
+        let old = record_for(&key_for(&before, "ci", "perms-a"), NOW);
+        assert_eq!(
+            judge_at(&old, &key_for(&after, "ci", "perms-a"), NOW + 48 * min),
+            CacheState::Unusable(Unusable::OtherKey)
+        );
+    }
+
+    #[test]
+    fn another_runner_key_is_named_as_such_not_as_a_forgery() {
+        let rec = record_for(&keyed(&token(), 1), NOW);
+        let why = match judge_at(&rec, &keyed(&token(), 2), NOW) {
+            CacheState::Unusable(why) => why,
+            s => panic!("used another runner's record: {s:?}"),
+        };
+        assert_eq!(why, Unusable::OtherKey);
+        assert!(why.reason().contains("written with another key"));
+        assert!(!why.reason().contains("forged"));
+        assert!(why.deserves_warning());
+        // Edited under the same key: forged.
+        let edited = rec.replace("\"verdict\":\"allowed\"", "\"verdict\":\"allowed\" ");
+        let edited = edited.replace(
+            &format!("\"writtenAtMs\":{NOW}"),
+            &format!("\"writtenAtMs\":{}", NOW + 5),
+        );
+        assert_eq!(
+            judge_at(&edited, &keyed(&token(), 1), NOW + 10),
             CacheState::Unusable(Unusable::BadMac)
         );
     }
@@ -523,10 +616,24 @@ pub(crate) mod tests {
                 "{bad:?}"
             );
         }
-        let v2 = rec.replace("\"version\":1", "\"version\":2");
+        let v3 = rec.replace("\"version\":2", "\"version\":3");
         assert_eq!(
-            judge_at(&v2, &k, NOW),
-            CacheState::Unusable(Unusable::WrongVersion(2))
+            judge_at(&v3, &k, NOW),
+            CacheState::Unusable(Unusable::WrongVersion(3))
+        );
+        // A record of the first format (no key id): named, not a crash.
+        let v1 = rec.replace("\"version\":2", "\"version\":1").replace(
+            &format!(",\"keyId\":\"{}\"", key_id(&k.identity.mac_key)),
+            "",
+        );
+        assert_eq!(
+            judge_at(&v1, &k, NOW),
+            CacheState::Unusable(Unusable::WrongVersion(1))
+        );
+        let no_key_id = rec.replace("\"keyId\"", "\"keyID\"");
+        assert_eq!(
+            judge_at(&no_key_id, &k, NOW),
+            CacheState::Unusable(Unusable::Unparsable)
         );
         let big = vec![b' '; MAX_RECORD_BYTES + 1];
         assert_eq!(

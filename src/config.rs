@@ -50,6 +50,8 @@ pub struct Settings {
     /// What an inconclusive check with no grace record does: fail the step
     /// (the default), or let it go on to meet the API's own enforcement.
     pub on_inconclusive: OnInconclusive,
+    /// The runner key file ([`crate::runner_key`]); `None`: in `$HOME`.
+    pub key_file: Option<String>,
 }
 
 /// What an inconclusive check does when no grace record answers.
@@ -84,6 +86,7 @@ impl Settings {
             retry_quota: None,
             seed: None,
             on_inconclusive: OnInconclusive::Fail,
+            key_file: None,
         }
     }
 }
@@ -117,6 +120,7 @@ enum Kind {
     Switch,
     OnInconclusive,
     Seed,
+    Path,
 }
 
 const H: u64 = 3_600_000;
@@ -283,6 +287,14 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "seed for jitter, for reproducible runs",
         kind: Kind::Seed,
     },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_KEY_FILE",
+        accepts: "an absolute path",
+        default: "unset ($HOME/.k8s-auth-preflight/runner-key)",
+        #[cfg(test)]
+        meaning: "the runner's secret key file (mode 0600, in a folder job containers do not mount) that signs cached verdicts, so that they survive token rotation; made if missing",
+        kind: Kind::Path,
+    },
 ];
 
 /// A variable whose value was not used.
@@ -322,6 +334,9 @@ pub enum Problem {
     /// A grace limit below the TTL.
     #[error("below the cache TTL")]
     BelowTtl,
+    /// A relative path where an absolute one is needed.
+    #[error("not an absolute path")]
+    NotAbsolute,
     /// A variable with our prefix that we do not read (a typo?).
     #[error("not a setting of this package")]
     UnknownVariable,
@@ -512,6 +527,12 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
         Kind::Seed => {
             settings.seed = Some(number(value, 0, u64::MAX)?);
         }
+        Kind::Path => {
+            if !crate::runner_key::is_absolute(value) {
+                return Err(Problem::NotAbsolute);
+            }
+            settings.key_file = Some(value.to_string());
+        }
     }
     Ok(())
 }
@@ -566,7 +587,7 @@ mod tests {
         let (from_table, errors) = Settings::from_env(
             VARIABLES
                 .iter()
-                .filter(|v| v.kind != Kind::Seed)
+                .filter(|v| v.kind != Kind::Seed && v.kind != Kind::Path)
                 .map(|v| (v.name, v.default)),
         );
         assert!(errors.is_empty(), "{errors:?}");
@@ -592,6 +613,7 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000"),
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "5000"),
             ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42"),
+            ("ACTIONS_RUNNER_PREFLIGHT_KEY_FILE", "/etc/runner/key"),
             ("PATH", "/bin"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
@@ -612,6 +634,7 @@ mod tests {
         assert_eq!(s.cache.ttl, ms(1000));
         assert_eq!(s.cache.grace, ms(5000));
         assert_eq!(s.seed, Some(42));
+        assert_eq!(s.key_file.as_deref(), Some("/etc/runner/key"));
     }
 
     #[test]

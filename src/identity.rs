@@ -6,18 +6,25 @@
 //!   `sub` claims (`system:serviceaccount:<ns>:<name>`), so it survives the
 //!   kubelet's hourly token rotation; for any other credential (an opaque
 //!   token, a client key) it is derived from the credential itself.
-//! - The MAC key is derived from the whole credential. A job container that
-//!   can write to `$RUNNER_TEMP` but does not hold the runner's token cannot
-//!   produce a record the runner accepts. A rotated token changes the key, so
-//!   the first check after a rotation asks the API once more.
+//! - The MAC key is derived from the runner key ([`crate::runner_key`], a
+//!   secret in the runner container's home that job containers cannot
+//!   read) and the identity fingerprint ([`Identity::with_runner_secret`]),
+//!   so a rotated token (same `iss`/`sub`) keeps the key: a record written
+//!   before a rotation still verifies, fresh and in grace.
+//! - Without a usable runner key it falls back to a key derived from the
+//!   whole credential ([`Identity::from_credential`]): a job container that
+//!   does not hold the runner's token still cannot forge a record, but a
+//!   rotated token changes the key.
 //!
 //! The claims are read, not verified: the apiserver verifies the token on
 //! every real call; here they only pick a stable name.
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::json::{self, Value};
 use crate::permission::hex;
+use crate::runner_key::RunnerSecret;
 
 /// The identity fingerprint and MAC key for one credential.
 #[derive(Clone, PartialEq, Eq)]
@@ -67,6 +74,22 @@ impl Identity {
             fingerprint: hex(&id.finalize()),
             mac_key: key.finalize().into(),
         })
+    }
+}
+
+impl Identity {
+    /// The identity for `credential`, its MAC key derived from the runner
+    /// secret and the identity fingerprint (HMAC-SHA256, domain-separated):
+    /// the same for every token of one account, so it survives rotation,
+    /// and different per account and per runner.
+    pub fn with_runner_secret(credential: &[u8], secret: &RunnerSecret) -> Option<Identity> {
+        let mut identity = Identity::from_credential(credential)?;
+        // HMAC takes keys of any length; a 32-byte key cannot be refused.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&secret.0).ok()?;
+        mac.update(b"k8s-auth-preflight/record-key/v2\n");
+        mac.update(identity.fingerprint.as_bytes());
+        identity.mac_key = mac.finalize().into_bytes().into();
+        Some(identity)
     }
 }
 
@@ -199,6 +222,35 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert_ne!(a.fingerprint, other.fingerprint);
+    }
+
+    #[test]
+    fn with_a_runner_secret_a_rotated_token_keeps_its_key() {
+        let secret = RunnerSecret([9; 32]);
+        // A rotation: same iss/sub, other claims, another signature.
+        let a = jwt(
+            r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:ci:runner","exp":1,"iat":0}"#,
+        );
+        let b = jwt(r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:ci:runner","exp":4000,"iat":2880,"jti":"x"}"#)
+            .replace("c2lnbmF0dXJl", "b3RoZXItc2lnbmF0dXJl");
+        assert_ne!(a, b);
+        let ka = Identity::with_runner_secret(a.as_bytes(), &secret).unwrap();
+        let kb = Identity::with_runner_secret(b.as_bytes(), &secret).unwrap();
+        assert_eq!(ka, kb, "same fingerprint and MAC key after a rotation");
+        // Another runner's secret, another account, the fallback: other keys.
+        let other_runner =
+            Identity::with_runner_secret(a.as_bytes(), &RunnerSecret([8; 32])).unwrap();
+        assert_eq!(other_runner.fingerprint, ka.fingerprint);
+        assert_ne!(other_runner.mac_key, ka.mac_key);
+        let other_account = Identity::with_runner_secret(
+            jwt(r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:ci:other"}"#).as_bytes(),
+            &secret,
+        )
+        .unwrap();
+        assert_ne!(other_account.mac_key, ka.mac_key);
+        let fallback = Identity::from_credential(a.as_bytes()).unwrap();
+        assert_ne!(fallback.mac_key, ka.mac_key);
+        assert!(Identity::with_runner_secret(b" \n", &secret).is_none());
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod retry_after;
 pub mod retry_quota;
 pub mod review_answer;
 pub mod rules;
+pub mod runner_key;
 pub mod schedule;
 pub mod single_flight;
 pub mod text;

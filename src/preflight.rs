@@ -70,6 +70,7 @@ use crate::random::RandomSource;
 use crate::retry_quota::{self, RetryQuota};
 use crate::review_answer::{self, AccessAnswer, Malformed};
 use crate::rules::{self, RulesStatus};
+use crate::runner_key;
 use crate::schedule::Schedule;
 use crate::text::{self, quoted, seconds};
 
@@ -509,6 +510,10 @@ impl Preflight {
     /// `env`, for the service account whose credential (bearer token, or
     /// client key) is given. Bad settings and a missing credential become
     /// warnings (`Warn` actions), never errors.
+    ///
+    /// The record is signed with the token-derived key
+    /// ([`Identity::from_credential`]); [`Preflight::from_env_keyed`] signs
+    /// it with the runner key.
     pub fn from_env<'a, V: Into<EnvValue<'a>>>(
         env: impl IntoIterator<Item = (&'a str, V)>,
         permissions: &[PermissionSpec],
@@ -517,11 +522,56 @@ impl Preflight {
         cached: Option<&[u8]>,
         now_ms: u64,
     ) -> Result<Preflight, SetupError> {
-        let (settings, errors) = Settings::from_env(env);
-        let identity = credential.and_then(Identity::from_credential);
+        Preflight::from_env_keyed(
+            env,
+            permissions,
+            namespace,
+            credential,
+            None,
+            cached,
+            now_ms,
+        )
+    }
+
+    /// Like [`Preflight::from_env`], with the shim's report on the runner
+    /// key file ([`crate::runner_key`]), found where `HOME` or the
+    /// `KEY_FILE` setting in `env` puts it. A usable key signs the record
+    /// (it then survives token rotation); otherwise a warning names the
+    /// file and the reason, and the token-derived key signs it.
+    pub fn from_env_keyed<'a, V: Into<EnvValue<'a>>>(
+        env: impl IntoIterator<Item = (&'a str, V)>,
+        permissions: &[PermissionSpec],
+        namespace: &str,
+        credential: Option<&[u8]>,
+        runner_key: Option<&runner_key::KeyFileReport>,
+        cached: Option<&[u8]>,
+        now_ms: u64,
+    ) -> Result<Preflight, SetupError> {
+        let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
+        let (settings, errors) = Settings::from_env(env.iter().copied());
+        let home = env.iter().find_map(|(k, v)| match v {
+            EnvValue::Text(home) if *k == "HOME" => Some(*home),
+            _ => None,
+        });
+        let mut key_warning = None;
+        let identity = credential.and_then(|credential| {
+            let report = runner_key.filter(|_| settings.cache_enabled)?;
+            let secret = runner_key::location(&settings, home)
+                .map_err(|problem| (None, problem))
+                .and_then(|at| runner_key::judge(report).map_err(|p| (Some(at.file), p)));
+            match secret {
+                Ok(secret) => Identity::with_runner_secret(credential, &secret),
+                Err((file, problem)) => {
+                    key_warning = Some(runner_key::fallback_warning(file.as_deref(), &problem));
+                    None
+                }
+            }
+        });
+        let identity = identity.or_else(|| credential.and_then(Identity::from_credential));
         let no_credential = identity.is_none() && settings.cache_enabled;
         let mut check = Preflight::new(settings, permissions, namespace, identity, cached, now_ms)?;
         check.queue_setting_warnings(errors);
+        check.pending_warnings.extend(key_warning);
         if no_credential {
             check.pending_warnings.push(
                 "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.".into(),

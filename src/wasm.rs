@@ -17,6 +17,7 @@ use crate::config::{EnvValue, Settings, PREFIX};
 use crate::preflight::{self, Preflight as Machine, ResultError, SetupError};
 use crate::random::RandomSource;
 use crate::rules;
+use crate::runner_key;
 use crate::schedule::Schedule;
 use crate::single_flight::SingleFlight;
 
@@ -28,8 +29,11 @@ pub struct WasmPreflight {
 
 #[wasm_bindgen(js_class = Preflight)]
 impl WasmPreflight {
-    /// `new Preflight(env, permissions, namespace, credential, cachedRecord, nowMs)`.
-    /// `credential` and `cachedRecord` are a string, a Uint8Array, or null.
+    /// `new Preflight(env, permissions, namespace, credential, cachedRecord, nowMs, keyFile?)`.
+    /// `credential` and `cachedRecord` are a string, a Uint8Array, or null;
+    /// `keyFile` is the shim's report on the runner key file (see
+    /// `runnerKeyFile`); without it the record is signed with the
+    /// token-derived key.
     #[wasm_bindgen(constructor)]
     pub fn new(
         env: &JsValue,
@@ -38,16 +42,23 @@ impl WasmPreflight {
         credential: &JsValue,
         cached_record: &JsValue,
         now_ms: f64,
+        key_file: &JsValue,
     ) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
         let permissions = read(&permissions, "permissions", convert::permission_specs)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
-        let machine = Machine::from_env(
+        let key_file = if key_file.is_undefined() {
+            None
+        } else {
+            Some(read(key_file, "keyFile", convert::key_file_report)?)
+        };
+        let machine = Machine::from_env_keyed(
             env.iter().map(|(k, v)| (k.as_str(), v.value())),
             &permissions,
             namespace,
             credential.as_deref(),
+            key_file.as_ref(),
             cached.as_deref(),
             time(now_ms)?,
         )
@@ -165,6 +176,38 @@ pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
     object.into()
 }
 
+/// `runnerKeyFile(env)`: `{file, folder}` where the runner key file is
+/// (from the `KEY_FILE` setting, else `HOME`), with the folder to make for
+/// it (mode 0700) or null; `{file: null, folder: null}` when there is none.
+#[wasm_bindgen(js_name = runnerKeyFile)]
+pub fn runner_key_file(env: &JsValue) -> JsValue {
+    let env = env_pairs(env);
+    let settings = Settings::from_env(env.iter().map(|(k, v)| (k.as_str(), v.value()))).0;
+    let home = env.iter().find_map(|(k, v)| match v {
+        EnvText::Text(home) if k == "HOME" => Some(home.as_str()),
+        _ => None,
+    });
+    let at = runner_key::location(&settings, home)
+        .ok()
+        .filter(|_| settings.cache_enabled);
+    convert::key_location(at.as_ref())
+}
+
+/// `runnerKeyToCreate(facts)`: the text of a new key file to create after
+/// this report on the path, or null (something is there already).
+#[wasm_bindgen(js_name = runnerKeyToCreate)]
+pub fn runner_key_to_create(facts: &JsValue) -> Result<Option<String>, JsValue> {
+    let report = read(facts, "keyFile", convert::key_file_report)?;
+    Ok(runner_key::to_create(&report.facts))
+}
+
+/// `runnerKeyMaxBytes()`: the most of a key file worth reading; the shim
+/// reads at most one byte more.
+#[wasm_bindgen(js_name = runnerKeyMaxBytes)]
+pub fn runner_key_max_bytes() -> u32 {
+    runner_key::KEY_FILE_LEN as u32
+}
+
 /// `rulesProve(status, permissions)`: for each permission (flattened, one
 /// verb each, in the order given), whether the rules review status proves it.
 #[wasm_bindgen(js_name = rulesProve)]
@@ -217,8 +260,8 @@ fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
     (settings, errors.iter().map(|e| e.to_string()).collect())
 }
 
-/// The `ACTIONS_RUNNER_PREFLIGHT_*` entries of an object (`process.env`, or
-/// the `env` option), as text: strings as they are, numbers and booleans
+/// The `ACTIONS_RUNNER_PREFLIGHT_*` entries and `HOME` (where the runner key
+/// file is) of an object (`process.env`, or the `env` option), as text: strings as they are, numbers and booleans
 /// as JS writes them (`3000`, `false`), `null` and `undefined` as unset;
 /// for anything else its type, which the settings report. Anything that is
 /// not an object is empty.
@@ -231,7 +274,7 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         let Some(key) = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string()) else {
             continue;
         };
-        if !key.starts_with(PREFIX) {
+        if !key.starts_with(PREFIX) && key != "HOME" {
             continue;
         }
         let value = Reflect::get_u32(&entry, 1).unwrap_or(JsValue::UNDEFINED);

@@ -432,7 +432,12 @@ fn a_forged_record_is_refused_with_a_warning_and_the_api_is_asked() {
     let forger = Identity::from_credential(b"what-the-job-container-has").unwrap();
     let mut forged_key = key("ci");
     forged_key.identity.mac_key = forger.mac_key;
-    let forged = cache::record_for(&forged_key, T0 - MIN);
+    // It copies our key id from a record it has seen (records show it);
+    // with its own, the record would be "written with another key".
+    let forged = cache::record_for(&forged_key, T0 - MIN).replace(
+        &k8s_auth_preflight::runner_key::key_id(&forger.mac_key),
+        &k8s_auth_preflight::runner_key::key_id(&key("ci").identity.mac_key),
+    );
     let mut c = check(settings(), Some(&forged), T0);
     let run = drive(&mut c, T0, |_, _| healthy(true));
     assert_eq!(run.outcome.source, Some(Source::Reviews));

@@ -4,7 +4,8 @@
 
 use js_sys::{Array, Reflect, JSON};
 use k8s_auth_preflight::wasm::{
-    cache_file_name, classify, preview_schedule, rules_prove, settings_warnings, WasmPreflight,
+    cache_file_name, classify, preview_schedule, rules_prove, runner_key_file,
+    runner_key_to_create, settings_warnings, WasmPreflight,
 };
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -118,6 +119,7 @@ fn new_check(cached: &JsValue, now: f64) -> WasmPreflight {
         &JsValue::from_str(TOKEN),
         cached,
         now,
+        &JsValue::UNDEFINED,
     )
     .unwrap()
 }
@@ -253,7 +255,15 @@ fn schedule_is_deterministic_with_a_seed() {
 
 #[test]
 fn bad_input_is_an_error_with_a_code() {
-    let bad = WasmPreflight::new(&env(), json("[]"), "ci", &JsValue::NULL, &JsValue::NULL, T0);
+    let bad = WasmPreflight::new(
+        &env(),
+        json("[]"),
+        "ci",
+        &JsValue::NULL,
+        &JsValue::NULL,
+        T0,
+        &JsValue::UNDEFINED,
+    );
     let err = bad.err().unwrap();
     assert_eq!(text(&err, "code"), "PREFLIGHT_BAD_PERMISSIONS");
     let bad = WasmPreflight::new(
@@ -263,6 +273,7 @@ fn bad_input_is_an_error_with_a_code() {
         &JsValue::NULL,
         &JsValue::NULL,
         T0,
+        &JsValue::UNDEFINED,
     );
     assert_eq!(text(&bad.err().unwrap(), "code"), "PREFLIGHT_BAD_INPUT");
     let bad = WasmPreflight::new(
@@ -272,6 +283,7 @@ fn bad_input_is_an_error_with_a_code() {
         &JsValue::NULL,
         &JsValue::NULL,
         f64::NAN,
+        &JsValue::UNDEFINED,
     );
     assert_eq!(text(&bad.err().unwrap(), "code"), "PREFLIGHT_BAD_TIME");
     let mut check = new_check(&JsValue::NULL, T0);
@@ -315,6 +327,7 @@ fn one_rules_review_proves_a_complete_role() {
         &JsValue::from_str(TOKEN),
         &JsValue::NULL,
         T0,
+        &JsValue::UNDEFINED,
     )
     .unwrap();
     let role = r#"{"resourceRules":[
@@ -357,6 +370,7 @@ fn actions_have_the_exact_shape_the_shim_reads() {
         &JsValue::from_str(TOKEN),
         &JsValue::NULL,
         T0,
+        &JsValue::UNDEFINED,
     )
     .unwrap();
     assert_eq!(
@@ -458,6 +472,7 @@ fn missing_optional_fields_take_their_defaults() {
         &JsValue::NULL,
         &JsValue::NULL,
         T0,
+        &JsValue::UNDEFINED,
     )
     .unwrap();
     assert_eq!(check.probe_count(), 2);
@@ -473,6 +488,7 @@ fn missing_optional_fields_take_their_defaults() {
         &JsValue::NULL,
         &JsValue::NULL,
         T0,
+        &JsValue::UNDEFINED,
     )
     .unwrap();
     let run = drive(&mut check, T0, |_, body| {
@@ -550,6 +566,7 @@ fn bad_input_names_the_field_and_never_panics() {
             &JsValue::NULL,
             &JsValue::NULL,
             T0,
+            &JsValue::UNDEFINED,
         )),
         bad(
             "PREFLIGHT_BAD_INPUT",
@@ -564,6 +581,7 @@ fn bad_input_names_the_field_and_never_panics() {
             &JsValue::NULL,
             &JsValue::NULL,
             T0,
+            &JsValue::UNDEFINED,
         )),
         bad(
             "PREFLIGHT_BAD_INPUT",
@@ -629,4 +647,101 @@ fn bad_input_names_the_field_and_never_panics() {
     // After all that, the check still runs to a verdict.
     let run = drive(&mut check, T0, |_, _| Reply::Review(true));
     assert_eq!(text(&run.outcome, "verdict"), "allowed");
+}
+
+/// A key file report as the shim makes it: `found`, a regular file, 0600,
+/// owned by uid 1001 (this process's), holding `text`.
+fn key_file_report(text: &str) -> JsValue {
+    let report = json(
+        r#"{"type":"found","kind":"file","mode":384,"uid":1001,"processUid":1001,"createError":null}"#,
+    );
+    let bytes = js_sys::Uint8Array::from(text.as_bytes());
+    Reflect::set(&report, &JsValue::from_str("bytes"), &bytes).unwrap();
+    report
+}
+
+#[test]
+fn the_runner_key_crosses_the_boundary_and_survives_a_rotation() {
+    let home = json(
+        r#"{"HOME":"/home/runner","ACTIONS_RUNNER_PREFLIGHT_SEED":"11","ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW":"off"}"#,
+    );
+    let at = runner_key_file(&home);
+    assert_eq!(
+        text(&at, "file"),
+        "/home/runner/.k8s-auth-preflight/runner-key"
+    );
+    assert_eq!(text(&at, "folder"), "/home/runner/.k8s-auth-preflight");
+    let none = runner_key_file(&json("{}"));
+    assert!(get(&none, "file").is_null());
+    let off = runner_key_file(&json(
+        r#"{"HOME":"/h","ACTIONS_RUNNER_PREFLIGHT_CACHE":"off"}"#,
+    ));
+    assert!(
+        get(&off, "file").is_null(),
+        "no key file when nothing is cached"
+    );
+
+    let created = runner_key_to_create(&json(r#"{"type":"missing","processUid":1001}"#))
+        .unwrap()
+        .expect("a new key file for a missing one");
+    assert_eq!(created.len(), 98);
+    let report = key_file_report(&created);
+    assert_eq!(runner_key_to_create(&report).unwrap(), None);
+
+    let keyed = |token: &str, cached: &JsValue, now: f64| {
+        WasmPreflight::new(
+            &home,
+            permissions(),
+            "ci",
+            &JsValue::from_str(token),
+            cached,
+            now,
+            &report,
+        )
+        .unwrap()
+    };
+    let mut first = keyed("token-a-before-rotation", &JsValue::NULL, T0);
+    let run = drive(&mut first, T0, |_, _| Reply::Review(true));
+    assert!(run.warnings.is_empty(), "{:?}", run.warnings);
+    let record = get(&run.outcome, "record");
+    assert!(text(&run.outcome, "record").contains("\"keyId\":"));
+    // Opaque tokens are their own identity, so rotation is shown with JWTs
+    // in tests/runner_key.rs; here: the same token, a second step, fresh.
+    let second = keyed("token-a-before-rotation", &record, T0 + 60_000.0);
+    assert!(second.is_decided());
+}
+
+#[test]
+fn bad_key_file_reports_name_the_field() {
+    let message = |report: &str| {
+        let e = WasmPreflight::new(
+            &env(),
+            permissions(),
+            "ci",
+            &JsValue::from_str(TOKEN),
+            &JsValue::NULL,
+            T0,
+            &json(report),
+        )
+        .err()
+        .expect("refused");
+        (text(&e, "code"), text(&e, "message"))
+    };
+    let (code, m) = message(r#"{"type":"found","kind":"pipe","uid":0}"#);
+    assert_eq!(code, "PREFLIGHT_BAD_INPUT");
+    assert!(
+        m.contains("keyFile: kind:") || m.contains("keyFile: kind"),
+        "{m}"
+    );
+    let (_, m) = message(r#"{"type":"found","kind":"file","uid":-1}"#);
+    assert!(m.contains("uid"), "{m}");
+    let (_, m) = message(r#"{"type":"found","kind":"file","uid":0,"bytes":"text"}"#);
+    assert!(
+        m.contains("bytes: expected a Uint8Array, got a string"),
+        "{m}"
+    );
+    let (_, m) = message(r#"{"type":"gone"}"#);
+    assert!(m.contains("type"), "{m}");
+    let (_, m) = message(r#"{"type":"missing","processUid":"me"}"#);
+    assert!(m.contains("processUid"), "{m}");
 }

@@ -126,6 +126,7 @@ fn is_decided_and_limit_budget_cross_the_boundary() {
         &JsValue::from_str("a-token"),
         &JsValue::NULL,
         T0,
+        &JsValue::UNDEFINED,
     )
     .unwrap();
     assert!(!check.is_decided());

@@ -22,6 +22,7 @@ use crate::preflight::{
     Accepted, AccessReview, Action, Outcome, ProbeResult, Request, RulesReview, Source, Verdict,
 };
 use crate::rules::{ResourceRule, RulesStatus};
+use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport, KeyLocation};
 use crate::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::text::quoted;
 
@@ -440,6 +441,98 @@ pub fn lock_attempt(v: &JsValue) -> Conv<LockAttempt> {
     }
 }
 
+/// The shim's report on the runner key file: `{type: 'missing' | 'none'}`,
+/// `{type: 'failed', code}`, or `{type: 'found', kind: 'file' | 'symlink' |
+/// 'directory' | 'other', mode, uid, bytes (a Uint8Array)}`; each with
+/// `processUid` (a number or null) and `createError` (a code or null).
+/// `none` (nothing looked at, for want of a path) reads as missing.
+pub fn key_file_report(v: &JsValue) -> Conv<KeyFileReport> {
+    let mut f = Fields::of(v)?;
+    let kind = f.required_string("type");
+    let process_uid = match f.get_some("processUid") {
+        Some(n) => f.take("processUid", uid(&n).map(Some)),
+        None => None,
+    };
+    let create_error = f.optional_string("createError");
+    f.check()?;
+    let facts = match kind.as_str() {
+        "missing" | "none" => KeyFileFacts::Missing,
+        "failed" => KeyFileFacts::Failed {
+            code: f.string("code"),
+        },
+        "found" => {
+            let kind = f.required_string("kind");
+            f.check()?;
+            let kind = match kind.as_str() {
+                "file" => FileKind::File,
+                "symlink" => FileKind::Symlink,
+                "directory" => FileKind::Directory,
+                "other" => FileKind::Other,
+                other => {
+                    return Err(Bad::new(format!(
+                        "expected file, symlink, directory or other, got {}",
+                        quoted(other)
+                    ))
+                    .at("kind"))
+                }
+            };
+            let mode = match f.get("mode") {
+                Some(n) => f.take("mode", uid(&n)),
+                None => 0,
+            };
+            let owner = match f.get("uid") {
+                Some(n) => f.take("uid", uid(&n)),
+                None => {
+                    f.fail("uid", Bad::new("missing".into()));
+                    0
+                }
+            };
+            let bytes = match f.get_some("bytes") {
+                Some(b) => match b.dyn_ref::<js_sys::Uint8Array>() {
+                    Some(array) => array.to_vec(),
+                    None => {
+                        f.fail("bytes", Bad::expected("a Uint8Array", &b));
+                        Vec::new()
+                    }
+                },
+                None => Vec::new(),
+            };
+            KeyFileFacts::Found {
+                kind,
+                mode,
+                owner,
+                bytes,
+            }
+        }
+        other => {
+            return Err(Bad::new(format!(
+                "{} (expected missing, none, failed or found)",
+                quoted(other)
+            ))
+            .at("type"))
+        }
+    };
+    f.done(KeyFileReport {
+        facts,
+        process_uid,
+        create_error,
+    })
+}
+
+/// A whole number from 0 to 2^32 - 1 (a uid, a mode).
+fn uid(v: &JsValue) -> Conv<u32> {
+    let expected = "a whole number from 0 to 4294967295";
+    let n = v.as_f64().ok_or_else(|| Bad::expected(expected, v))?;
+    if (0.0..=4_294_967_295.0).contains(&n) && n == f64::from(n as u32) {
+        Ok(n as u32)
+    } else {
+        Err(Bad::new(format!(
+            "expected {expected}, got {}",
+            js_number(n)
+        )))
+    }
+}
+
 // ---- writing ---------------------------------------------------------------
 
 /// A fresh plain object with these entries, in this order.
@@ -603,6 +696,14 @@ pub fn permission_spec_out(p: &PermissionSpec) -> JsValue {
         entries.push(("verb", text(verb)));
     }
     object(&entries)
+}
+
+/// `{file, folder}` (folder null when none is to be made), or both null.
+pub fn key_location(at: Option<&KeyLocation>) -> JsValue {
+    object(&[
+        ("file", text_or_null(at.map(|a| a.file.as_str()))),
+        ("folder", text_or_null(at.and_then(|a| a.folder.as_deref()))),
+    ])
 }
 
 /// `'applied'` or `'stale'`.

@@ -29,7 +29,7 @@ async function assertValidRecordInPlace(ctx, file) {
   const stat = fs.lstatSync(file);
   assert.equal(stat.isFile(), true, 'a regular file');
   const record = JSON.parse(fs.readFileSync(file, 'utf8'));
-  assert.equal(record.version, 1);
+  assert.equal(record.version, 2);
   assert.equal(record.verdict, 'allowed');
   assert.equal(record.namespace, 'ci');
   const before = ctx.server.counts().total;
@@ -66,8 +66,8 @@ const damaged = [
   },
   {
     what: 'a record of another format version',
-    damage: (file, record) => fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(record.text), version: 2 })),
-    warning: 'record version 2, expected 1',
+    damage: (file, record) => fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(record.text), version: 3 })),
+    warning: 'record version 3, expected 2',
   },
   {
     what: 'a forged record (writtenAtMs moved forward, MAC kept)',
@@ -242,6 +242,7 @@ test(`[${consumer.flavour}] the record file is mode 0600 and holds no token`, { 
   assert.equal(record.name.includes(TOKEN.slice(0, 8)), false);
   assert.deepEqual(Object.keys(JSON.parse(record.text)).sort(), [
     'identity',
+    'keyId',
     'mac',
     'namespace',
     'permissions',

@@ -127,6 +127,8 @@ function startHook(extraEnv = {}) {
     CONSUMER_DIR: consumerDir,
     KUBECONFIG: kubeconfig,
     SHARED_DIR: sharedDir,
+    // One runner: its processes share a home, hence the runner key file.
+    HOME: path.dirname(sharedDir),
     ...SETTINGS,
     ...extraEnv,
   };

@@ -125,9 +125,14 @@ after(async () => {
 });
 
 /** Runs the bundled hook once, as one step of the job whose RUNNER_TEMP is `runnerTemp`. */
+/** The runner container's home (the runner key file goes there), made on first use. */
+let runnerHome = null;
+
 function runHook(runnerTemp, extraEnv = {}, cwd = runDir) {
+  runnerHome = runnerHome || tempDir('preflight-consumer-home-');
   const env = {
     PATH: process.env.PATH,
+    HOME: runnerHome,
     KUBECONFIG: kubeconfig,
     RUNNER_TEMP: runnerTemp,
     ACTIONS_RUNNER_KUBERNETES_NAMESPACE: 'ci',

@@ -173,6 +173,9 @@ test('no log line, error, outcome or cache file ever contains the token', { time
   await run(fastEnv({ CACHE: 'off' }));
   await ctx.server.setPhase('healthy');
   // The default logger writes workflow commands to stdout: capture that too.
+  // The child is a later step of this runner (its HOME, so its runner key):
+  // the record answers it, and it never needs this (blocked) process's
+  // apiserver.
   const out = execFileSync(
     process.execPath,
     [
@@ -182,7 +185,7 @@ test('no log line, error, outcome or cache file ever contains the token', { time
        const k8s = r('@kubernetes/client-node');
        const kc = new k8s.KubeConfig(); kc.loadFromFile(process.argv[2]);
        r('k8s-auth-preflight').createAuthPreflight({ kubeConfig: kc, namespace: '${NAMESPACE}', cacheDir: process.argv[3],
-         env: { ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: 'bad', ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW: 'off' } })
+         env: { HOME: ${JSON.stringify(fastEnv().HOME)}, ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: 'bad', ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW: 'off' } })
          .isAuthPermissionsOK().then((ok) => console.log('ok', ok), (e) => console.log('error', e.message));`,
       require('./support/consumer').consumerDir,
       ctx.kubeconfigPath,

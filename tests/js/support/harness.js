@@ -24,9 +24,18 @@ const installedCore = require(path.join(consumer.consumerDir, 'node_modules', 'k
 const TOKEN = 'sa-token-3f9c1e7a5b2d4c6e8f0a1b2c3d4e5f60';
 const NAMESPACE = 'ci';
 
-/** Settings that compress the schedule; every value can be overridden. */
+/**
+ * The runner's home for this test process: the runner key file
+ * (src/runner_key.rs) is made in it, as in the runner container's own home,
+ * never in the home of whoever runs the tests. Removed at exit.
+ */
+const RUNNER_HOME = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-runner-home-'));
+process.on('exit', () => fs.rmSync(RUNNER_HOME, { recursive: true, force: true }));
+
+/** Settings that compress the schedule (and HOME); every value can be overridden. */
 function fastEnv(overrides = {}) {
   const env = {
+    HOME: RUNNER_HOME,
     ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS: '50',
     ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS: '400',
     ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '500',
