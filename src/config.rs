@@ -372,13 +372,20 @@ impl Settings {
         I: IntoIterator<Item = (&'a str, V)>,
         V: Into<EnvValue<'a>>,
     {
+        let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
+        Settings::from_env_values(&env)
+    }
+
+    /// [`Settings::from_env`] on values already read (one copy of the
+    /// parsing in the `.wasm`, whatever the callers' types).
+    pub fn from_env_values(env: &[(&str, EnvValue<'_>)]) -> (Settings, Vec<SettingError>) {
         let mut settings = Settings::new();
         let mut errors = Vec::new();
         let mut grace_given = None;
-        let mut ours: Vec<(&str, EnvValue<'a>)> = env
-            .into_iter()
+        let mut ours: Vec<(&str, EnvValue<'_>)> = env
+            .iter()
+            .copied()
             .filter(|(k, _)| k.starts_with(PREFIX))
-            .map(|(k, v)| (k, v.into()))
             .collect();
         ours.sort_by(|a, b| a.0.cmp(b.0));
         for (name, value) in ours {

@@ -548,7 +548,27 @@ impl Preflight {
         now_ms: u64,
     ) -> Result<Preflight, SetupError> {
         let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
-        let (settings, errors) = Settings::from_env(env.iter().copied());
+        Preflight::keyed(
+            &env,
+            permissions,
+            namespace,
+            credential,
+            runner_key,
+            cached,
+            now_ms,
+        )
+    }
+
+    fn keyed(
+        env: &[(&str, EnvValue<'_>)],
+        permissions: &[PermissionSpec],
+        namespace: &str,
+        credential: Option<&[u8]>,
+        runner_key: Option<&runner_key::KeyFileReport>,
+        cached: Option<&[u8]>,
+        now_ms: u64,
+    ) -> Result<Preflight, SetupError> {
+        let (settings, errors) = Settings::from_env_values(env);
         let home = env.iter().find_map(|(k, v)| match v {
             EnvValue::Text(home) if *k == "HOME" => Some(*home),
             _ => None,
@@ -585,7 +605,8 @@ impl Preflight {
         env: impl IntoIterator<Item = (&'a str, V)>,
         now_ms: u64,
     ) -> Preflight {
-        let (settings, errors) = Settings::from_env(env);
+        let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
+        let (settings, errors) = Settings::from_env_values(&env);
         let mut check = Preflight::for_call(settings, now_ms);
         check.queue_setting_warnings(errors);
         check
@@ -1370,7 +1391,8 @@ pub fn cache_file_name<'a, V: Into<EnvValue<'a>>>(
     namespace: &str,
     credential: Option<&[u8]>,
 ) -> Result<Option<String>, SetupError> {
-    let (settings, _) = Settings::from_env(env);
+    let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
+    let (settings, _) = Settings::from_env_values(&env);
     let permissions = permission::flatten(permissions)?;
     check_namespace(namespace)?;
     if !settings.cache_enabled {

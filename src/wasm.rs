@@ -54,7 +54,7 @@ impl WasmPreflight {
             Some(read(key_file, "keyFile", convert::key_file_report)?)
         };
         let machine = Machine::from_env_keyed(
-            env.iter().map(|(k, v)| (k.as_str(), v.value())),
+            values(&env),
             &permissions,
             namespace,
             credential.as_deref(),
@@ -70,10 +70,7 @@ impl WasmPreflight {
     #[wasm_bindgen(js_name = forCall)]
     pub fn for_call(env: &JsValue, now_ms: f64) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
-        let machine = Machine::call_from_env(
-            env.iter().map(|(k, v)| (k.as_str(), v.value())),
-            time(now_ms)?,
-        );
+        let machine = Machine::call_from_env(values(&env), time(now_ms)?);
         Ok(WasmPreflight { machine })
     }
 
@@ -138,13 +135,8 @@ pub fn cache_file_name(
     let env = env_pairs(env);
     let permissions = read(&permissions, "permissions", convert::permission_specs)?;
     let credential = bytes(credential);
-    preflight::cache_file_name(
-        env.iter().map(|(k, v)| (k.as_str(), v.value())),
-        &permissions,
-        namespace,
-        credential.as_deref(),
-    )
-    .map_err(setup_error)
+    preflight::cache_file_name(values(&env), &permissions, namespace, credential.as_deref())
+        .map_err(setup_error)
 }
 
 /// `cacheFolder(env, cacheDir)`: the folder for the cache record, from
@@ -182,7 +174,7 @@ pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
 #[wasm_bindgen(js_name = runnerKeyFile)]
 pub fn runner_key_file(env: &JsValue) -> JsValue {
     let env = env_pairs(env);
-    let settings = Settings::from_env(env.iter().map(|(k, v)| (k.as_str(), v.value()))).0;
+    let settings = Settings::from_env_values(&values(&env)).0;
     let home = env.iter().find_map(|(k, v)| match v {
         EnvText::Text(home) if k == "HOME" => Some(home.as_str()),
         _ => None,
@@ -256,7 +248,7 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
 
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
     let env = env_pairs(env);
-    let (settings, errors) = Settings::from_env(env.iter().map(|(k, v)| (k.as_str(), v.value())));
+    let (settings, errors) = Settings::from_env_values(&values(&env));
     (settings, errors.iter().map(|e| e.to_string()).collect())
 }
 
@@ -298,6 +290,11 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         pairs.push((key, text));
     }
     pairs
+}
+
+/// [`env_pairs`] as the core reads them.
+fn values(env: &[(String, EnvText)]) -> Vec<(&str, EnvValue<'_>)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.value())).collect()
 }
 
 /// An env value after [`env_pairs`]: owned text, or the type of a value
