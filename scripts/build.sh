@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly core into pkg/ and makes its loader traceable by
-# bundlers: wasm-pack's nodejs output finds the .wasm with a template string
+# bundlers: wasm-bindgen's nodejs output finds the .wasm with a template string
 # that @vercel/ncc cannot follow, so it is rewritten to path.join(__dirname, ...).
+#
+# The two steps wasm-pack would run (`wasm-pack build --release --target nodejs
+# --no-pack`, with its own wasm-opt off in Cargo.toml), run directly, so the
+# build needs wasm-bindgen-cli but not wasm-pack (which only the tests need,
+# for `wasm-pack test --node`): the same files come out, pkg/.gitignore
+# included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-wasm-pack build --release --target nodejs --out-dir pkg --no-pack 2>&1 | grep -v '^\[INFO\]' || true
+target_dir=${CARGO_TARGET_DIR:-target}
+cargo build --lib --release --target wasm32-unknown-unknown --quiet
+rm -rf pkg
+wasm-bindgen --target nodejs --out-dir pkg "$target_dir/wasm32-unknown-unknown/release/k8s_auth_preflight.wasm"
+printf '*' > pkg/.gitignore
 test -f pkg/k8s_auth_preflight_bg.wasm
 
 loader=pkg/k8s_auth_preflight.js

@@ -9,7 +9,9 @@ bash scripts/setup.sh
 bash scripts/build.sh
 echo
 echo "== 1. The incident replayed for 300 simulated jobs (examples/replay): upstream, both seed PRs, this package"
-cargo run --release --quiet --example replay
+# Also draws the run as a chart (requests per second and failed steps over
+# time); the replay prints where it wrote it.
+cargo run --release --quiet --example replay -- --chart bench/results/replay.svg
 echo
 echo "== 2. A short real chaos run: 8 jobs of real hook processes (ncc bundle) through a 5x-compressed stall, next to the simulator on the same schedule"
 node bench/chaos.js --prepare --jobs 8 --start-spread-ms 6000 --stall-at-ms 2000 --limit-s 90

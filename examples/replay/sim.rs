@@ -295,6 +295,11 @@ pub struct Report {
     pub asking_check_ms: Vec<u64>,
     /// Hedged requests (counted in `requests_sent` too).
     pub hedges: u64,
+    /// Requests that reached the apiserver in each second from the start
+    /// (index: whole seconds), for the chart.
+    pub served_by_second: Vec<u64>,
+    /// When each failed step got its verdict, in ms from the start.
+    pub failed_at_ms: Vec<u64>,
 }
 
 impl Report {
@@ -303,7 +308,8 @@ impl Report {
     }
 
     /// Adds another run (another seed) to this one: counts add up, times
-    /// are pooled, the peak is the highest of the runs (`peaks` keeps each).
+    /// are pooled, the peak is the highest of the runs (`peaks` keeps each),
+    /// the per-second series add up.
     pub fn pool(&mut self, other: Report) {
         self.steps += other.steps;
         self.steps_failed += other.steps_failed;
@@ -320,6 +326,14 @@ impl Report {
         self.check_ms.extend(other.check_ms);
         self.asking_check_ms.extend(other.asking_check_ms);
         self.hedges += other.hedges;
+        if self.served_by_second.len() < other.served_by_second.len() {
+            self.served_by_second
+                .resize(other.served_by_second.len(), 0);
+        }
+        for (sum, n) in self.served_by_second.iter_mut().zip(other.served_by_second) {
+            *sum += n;
+        }
+        self.failed_at_ms.extend(other.failed_at_ms);
     }
 }
 
@@ -644,6 +658,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                     let ok = outcome.verdict == Verdict::Allowed;
                     if !ok {
                         report.steps_failed += 1;
+                        report.failed_at_ms.push(now - EPOCH);
                         if policy.blames_rbac_on_failure || outcome.verdict == Verdict::Denied {
                             report.false_rbac_reports += 1;
                         }
@@ -687,6 +702,13 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
         .max()
         .unwrap_or(0);
     report.peaks = vec![report.peak_per_second_after_recovery];
+    let seconds = served_per_second
+        .keys()
+        .next_back()
+        .map_or(0, |last| last + 1);
+    report.served_by_second = (0..seconds)
+        .map(|s| served_per_second.get(&s).copied().unwrap_or(0))
+        .collect();
     report
 }
 
