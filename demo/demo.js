@@ -43,10 +43,15 @@ async function main() {
   const kubeconfig = server.writeKubeconfig(path.join(work, 'kubeconfig'), { token: 'demo-token' });
   const runnerTemp = path.join(work, 'runner-temp');
   fs.mkdirSync(runnerTemp);
+  // The runner container's home, which job containers do not mount: the
+  // runner key that signs the job's cached verdict is made there.
+  const runnerHome = path.join(work, 'runner-home');
+  fs.mkdirSync(runnerHome);
   const env = {
     PATH: process.env.PATH,
     KUBECONFIG: kubeconfig,
     RUNNER_TEMP: runnerTemp,
+    HOME: runnerHome,
     ACTIONS_RUNNER_KUBERNETES_NAMESPACE: 'ci',
     ...SETTINGS,
   };

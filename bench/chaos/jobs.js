@@ -75,7 +75,10 @@ async function runJobs(o, plan, runDir, kubeconfig, work, t0, control) {
   const job = async (j) => {
     const runnerTemp = path.join(work, `job-${j}`, 'runner-temp');
     fs.mkdirSync(runnerTemp, { recursive: true });
-    const env = { ...baseEnv, RUNNER_TEMP: runnerTemp };
+    // Each job runs on a runner of its own: its home holds the runner key.
+    const runnerHome = path.join(work, `job-${j}`, 'runner-home');
+    fs.mkdirSync(runnerHome, { recursive: true });
+    const env = { ...baseEnv, RUNNER_TEMP: runnerTemp, HOME: runnerHome };
     // When this job's next process is due: its start, then each previous
     // process's end plus the gap.
     let dueAt = t0 + plan[j].startMs;
