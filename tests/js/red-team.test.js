@@ -182,7 +182,9 @@ test('a host logger whose every method throws never changes the verdict', { time
   const inconclusive = newCheck({
     kc: ctx.kc,
     cacheDir: ctx.cacheDir,
-    env: fastEnv({ CACHE: 'off', DEADLINE_MS: 800 }),
+    // 1000 ms, the shortest deadline accepted (the last attempt is kept for
+    // the deadline's final window, so the deadline bounds this check).
+    env: fastEnv({ CACHE: 'off', DEADLINE_MS: 1000 }),
     logger: thrower,
   });
   await assert.rejects(inconclusive.isAuthPermissionsOK(), (e) => isPreflightInconclusiveError(e));
