@@ -75,12 +75,12 @@ impl Jitter {
 /// all of that after it.
 ///
 /// Chosen by the incident replay (`cargo run --release --example replay --
-/// --sweep`, bench/results/replay.md). With full jitter the mean delay at
-/// the cap is 4 s, so the attempt limit, not the deadline, ends a long
-/// stall: full jitter survived stalls of 55 s, equal jitter 80-85 s; and
-/// the apiserver's peak load after recovery was about 3x lower with equal
-/// jitter (waiting checks retry every 6 s on average instead of 4 s), for
-/// the same time from recovery to verdict. 10 attempts (DESIGN.md's starting
+/// --sweep`, bench/results/replay.md): the apiserver's peak load after
+/// recovery was about 3x lower with equal jitter than with full jitter
+/// (waiting checks retry every 6 s on average instead of 4 s), for the same
+/// time from recovery to verdict. With full jitter the mean delay at the cap
+/// is 4 s, so before the last attempt was held (below) the attempt limit
+/// ended long stalls early: full jitter survived 55 s, equal jitter 85 s. 10 attempts (DESIGN.md's starting
 /// point) cover as little as 17 s with full jitter, less than the
 /// incident's 25 s stall; with equal jitter 20 attempts span at least 67 s.
 /// The last attempt the limit allows is kept for the deadline's final
