@@ -47,7 +47,10 @@ function completeLogger(logger) {
   };
   const safe = (write) => (message) => {
     try {
-      write(message);
+      const result = write(message);
+      // An async logger's rejection is the same lost line, not an
+      // unhandled rejection that ends the hook process.
+      if (result && typeof result.then === 'function') result.then(undefined, () => {});
     } catch {
       // The line is lost; the check goes on.
     }

@@ -201,3 +201,25 @@ test(`[${consumer.flavour}] the package's own warnings go through the escaping d
   assert.match(setting, /sideways(\\n|%0A)::error::injected/);
   assert.ok(lines.some((l) => l.includes('ECONNREFUSED') && l.includes('not a permissions problem')), JSON.stringify(lines));
 });
+
+test(`[${consumer.flavour}] a host logger whose methods return rejected promises loses those lines, never the verdict, and leaves no unhandled rejection`, { timeout: 20_000 }, async (t) => {
+  // An async logger writing to a closed transport: each call returns a
+  // rejected promise. Unhandled, Node's default (--unhandled-rejections=throw)
+  // ends the hook process after the verdict (a red-team finding).
+  const { kc, cacheDir } = await setup(t);
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  t.after(() => process.off('unhandledRejection', onUnhandled));
+  const calls = [];
+  const rejecting = (level) => async () => {
+    calls.push(level);
+    throw new Error(`transport closed (${level})`);
+  };
+  const logger = { debug: rejecting('debug'), info: rejecting('info'), warning: rejecting('warning'), error: rejecting('error') };
+  const check = preflight.createAuthPreflight({ kubeConfig: kc, namespace: 'ci', cacheDir, env: fastEnv({ JITTER: 'wobbly' }), logger });
+  assert.equal(await check.isAuthPermissionsOK(), true);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(calls.includes('warning') && calls.includes('debug'), calls.join(' '));
+  assert.deepEqual(unhandled.map(String), []);
+});
