@@ -81,7 +81,9 @@ function errorDescriber(credential, source) {
 // host's own client in retryK8sApiCall) is still hidden where a client
 // quotes it after its scheme, as in "Bearer <token> is not a legal HTTP
 // header value".
-const AUTH_HEADER_VALUE = /\b(Bearer|Basic)( +)[^\s"',;]+/g;
+// The value runs to the next ASCII space, quote, comma or semicolon: a
+// Unicode space (U+00A0, U+2028) inside a token does not end it.
+const AUTH_HEADER_VALUE = /\b(Bearer|Basic)( +)[^ \t\r\n"',;]+/g;
 
 function scrubAuthorization(text) {
   return text.replace(AUTH_HEADER_VALUE, (_, scheme, space) => `${scheme}${space}${REDACTED}`);
@@ -167,4 +169,16 @@ function header(headers, name) {
   return null;
 }
 
-module.exports = { errorFacts, errorDescriber, redactor };
+/**
+ * `redact(text)` for text the server sent (a response body): the credential
+ * and any long piece of it, and whatever follows `Bearer ` or `Basic `,
+ * replaced by `<redacted>`. A server that echoes the Authorization header
+ * into a field (an evaluationError, a value of the wrong type) must not put
+ * the token into a message.
+ */
+function textRedactor(credential) {
+  const redactCredential = redactor(credential);
+  return (text) => scrubAuthorization(redactCredential(text));
+}
+
+module.exports = { errorFacts, errorDescriber, redactor, textRedactor };

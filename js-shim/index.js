@@ -13,7 +13,7 @@ const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
 const { acquireLock, removeLock, releaseLock } = require('./lock-file');
 const { readKeyFile, createKeyFile } = require('./key-file');
 const { completeLogger } = require('./log');
-const { errorDescriber } = require('./facts');
+const { errorDescriber, textRedactor } = require('./facts');
 const {
   PreflightInconclusiveError,
   PreflightError,
@@ -116,11 +116,13 @@ function createAuthPreflight(options) {
 
   async function isAuthPermissionsOK() {
     const env = environment(options);
-    const clock = options.now || Date.now;
+    const clock = steadyClock(options.now || Date.now);
     const logger = completeLogger(options.logger);
     const credential = readCredential(kubeConfig, logger);
     // Error facts never carry the credential, nor any long piece of it.
     const describeError = errorDescriber(credential, credentialSource(kubeConfig));
+    // Nor does anything the server sent (a body may echo the header).
+    const redactText = textRedactor(credential);
     const { file, warning: folderWarning } = cacheFile(options, env, requiredPermissions, namespace, credential);
     if (folderWarning) logger.warning(folderWarning);
     const keyFile = file ? runnerKey(env) : undefined;
@@ -159,7 +161,7 @@ function createAuthPreflight(options) {
       const driven = machine;
       machine = null; // drive's caller frees it, below, exactly once
       try {
-        outcome = await drive(driven, (action, signal) => review(client(), action, signal), {
+        outcome = await drive(driven, (action, signal) => review(client(), action, signal, redactText), {
           clock,
           logger,
           observer: options.observer,
@@ -211,16 +213,25 @@ function createAuthPreflight(options) {
  * to the core as the server sent it: the core reads it and decides what a
  * malformed one means.
  */
-async function review(api, action, signal) {
+async function review(api, action, signal, redactText) {
   const { request } = action;
   const call = { body: request.body };
   const capture = capturingBody(signal);
-  if (request.kind === 'rulesReview') {
-    await api.createSelfSubjectRulesReview(call, capture.options);
-    return { type: 'rulesBody', body: capture.body() };
+  const rules = request.kind === 'rulesReview';
+  const response = rules
+    ? await api.createSelfSubjectRulesReview(call, capture.options)
+    : await api.createSelfSubjectAccessReview(call, capture.options);
+  // A host's own `authorizationApi` may not run client-node's middleware:
+  // then what it returned is the answer, as JSON.
+  let body = capture.body();
+  if (body === null) {
+    try {
+      body = JSON.stringify(response === undefined ? null : response);
+    } catch {
+      body = '';
+    }
   }
-  await api.createSelfSubjectAccessReview(call, capture.options);
-  return { type: 'accessBody', body: capture.body() };
+  return { type: rules ? 'rulesBody' : 'accessBody', body: redactText(body) };
 }
 
 /**
@@ -232,7 +243,7 @@ async function review(api, action, signal) {
  */
 function capturingBody(signal) {
   const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
-  let text = '';
+  let text = null;
   const options = withAbortSignal(signal);
   options.middleware.push({
     pre: (context) => resolved(context),
@@ -246,6 +257,17 @@ function capturingBody(signal) {
     }),
   });
   return { options, body: () => text };
+}
+
+/**
+ * A clock that reads `wall` once and then runs on the monotonic clock: a wall
+ * clock stepped back (NTP, a VM restore) or frozen must not stretch a
+ * check's waits past its deadline.
+ */
+function steadyClock(wall) {
+  const start = wall();
+  const monotonicStart = performance.now();
+  return () => start + (performance.now() - monotonicStart);
 }
 
 function makeAuthorizationApi(kubeConfig) {
@@ -351,7 +373,7 @@ function readSmallFile(file, what, logger) {
  */
 async function retryK8sApiCall(fn, options = {}) {
   if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
-  const clock = options.now || Date.now;
+  const clock = steadyClock(options.now || Date.now);
   const logger = completeLogger(options.logger);
   const machine = core.Preflight.forCall(environment(options), clock());
   let value;

@@ -90,6 +90,12 @@ where
 /// Reads an access review's answer.
 pub fn access_answer(body: &str) -> Result<AccessAnswer, Malformed> {
     let status: AccessStatus = read(body)?;
+    if status.allowed && status.denied == Some(true) {
+        // The API documents that both are never true.
+        return Err(Malformed(
+            "status.allowed and status.denied are both true".into(),
+        ));
+    }
     Ok(AccessAnswer {
         allowed: status.allowed,
         denied: status.denied.unwrap_or(false),
@@ -227,6 +233,7 @@ mod tests {
             r#"{"status":{"allowed":1}}"#,
             r#"{"status":{"allowed":null}}"#,
             r#"{"status":{"allowed":true,"denied":"no"}}"#,
+            r#"{"status":{"allowed":true,"denied":true}}"#,
             r#"{"spec":{}}"#,
             "not json",
         ] {

@@ -219,3 +219,58 @@ test('the record goes to RUNNER_TEMP from env, or to options.cacheDir', { timeou
   assert.equal(listDir(ctx.cacheDir).length, 1, 'one record in cacheDir');
   assert.deepEqual(log.warnings, []);
 });
+
+// A second attack on the packed package (after issues 10 and 12 landed).
+
+test('a server that echoes the token into its answer (an evaluationError, a value of the wrong type) never puts it into any text', { timeout: 30_000 }, async (t) => {
+  const echoed = `webhook "authz" saw Authorization: Bearer ${TOKEN}`;
+  for (const accessStatus of [{ allowed: false, evaluationError: echoed }, { allowed: `${TOKEN}` }]) {
+    const ctx = await setup(t, { accessStatus });
+    const log = fullCapture();
+    const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, env: fastEnv({ CACHE: 'off' }), logger: log.logger });
+    let thrown = null;
+    let verdict = null;
+    try {
+      verdict = await check.isAuthPermissionsOK();
+    } catch (e) {
+      thrown = e;
+    }
+    assert.notEqual(verdict, true, 'never allowed');
+    const texts = [
+      thrown ? `${thrown.message} ${JSON.stringify(thrown.outcome)}` : '',
+      JSON.stringify(check.lastOutcome()),
+      ...log.all.map(([, m]) => m),
+    ].join('\n');
+    assert.deepEqual(leakedPieces(texts, TOKEN), [], texts.slice(0, 2000));
+  }
+});
+
+test('a wall clock stepped back 10 minutes during a retry wait does not stretch the check past its deadline', { timeout: 30_000 }, async (t) => {
+  const ctx = await setup(t);
+  await ctx.server.setPhase('refuse');
+  let stepped = false;
+  const observer = (event) => {
+    if (event.type === 'result') stepped = true;
+  };
+  const now = () => Date.now() - (stepped ? 600_000 : 0);
+  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, env: fastEnv({ CACHE: 'off', DEADLINE_MS: 2000 }), observer, now });
+  await assert.rejects(check.isAuthPermissionsOK(), (e) => isPreflightInconclusiveError(e));
+  assert.ok(check.lastOutcome().requests > 1, 'it went on retrying after the step');
+});
+
+test('a host authorizationApi that answers with plain objects (no client-node middleware) is read from what it returned', { timeout: 20_000 }, async () => {
+  const calls = [];
+  const authorizationApi = {
+    createSelfSubjectAccessReview: async () => {
+      calls.push('ssar');
+      return { status: { allowed: true } };
+    },
+    createSelfSubjectRulesReview: async () => {
+      calls.push('ssrr');
+      return { status: { resourceRules: [], incomplete: true } };
+    },
+  };
+  const check = consumer.preflight.createAuthPreflight({ authorizationApi, namespace: NAMESPACE, env: fastEnv({ RULES_REVIEW: 'on', CACHE: 'off' }) });
+  assert.equal(await check.isAuthPermissionsOK(), true);
+  assert.equal(calls.filter((c) => c === 'ssar').length, 13);
+});
