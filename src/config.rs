@@ -644,6 +644,82 @@ mod tests {
         assert_eq!(s.key_file.as_deref(), Some("/etc/runner/key"));
     }
 
+    /// Each variable, set alone to a valid value that is not its default,
+    /// changes exactly the field it names: the whole `Settings` is compared,
+    /// so a row whose setter writes another field (or a second one) fails.
+    #[test]
+    fn each_variable_sets_its_own_field_and_no_other() {
+        type Expect = fn(&mut Settings);
+        let cases: [(&str, &str, Expect); 18] = [
+            ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500", |s| {
+                s.backoff.deadline = Duration::from_millis(2500)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "4", |s| {
+                s.backoff.max_attempts = 4
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS", "30", |s| {
+                s.backoff.base = Duration::from_millis(30)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR", "1.5", |s| {
+                s.backoff.factor = 1.5
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS", "240", |s| {
+                s.backoff.max_delay = Duration::from_millis(240)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_JITTER", "full", |s| {
+                s.backoff.jitter = Jitter::Full
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS", "500", |s| {
+                s.request_timeout = Duration::from_millis(500)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS", "7000", |s| {
+                s.max_retry_after = Duration::from_millis(7000)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "150", |s| {
+                s.hedge_after = Some(Duration::from_millis(150))
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA", "100", |s| {
+                s.retry_quota = Some(100)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE", "off", |s| {
+                s.cache_enabled = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW", "off", |s| {
+                s.rules_review = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT", "off", |s| {
+                s.single_flight = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000", |s| {
+                s.cache.ttl = Duration::from_millis(1000)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "7200000", |s| {
+                s.cache.grace = Duration::from_millis(7_200_000)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE", "proceed", |s| {
+                s.on_inconclusive = OnInconclusive::Proceed
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42", |s| s.seed = Some(42)),
+            (
+                "ACTIONS_RUNNER_PREFLIGHT_KEY_FILE",
+                "/etc/runner/key",
+                |s| s.key_file = Some("/etc/runner/key".into()),
+            ),
+        ];
+        // One case per row of the table, in its order.
+        let names: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        let rows: Vec<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        assert_eq!(names, rows);
+        for (name, value, expect) in cases {
+            let (got, errors) = Settings::from_env([(name, value)]);
+            assert!(errors.is_empty(), "{name}={value:?}: {errors:?}");
+            let mut want = Settings::new();
+            expect(&mut want);
+            assert_ne!(want, Settings::new(), "{name}={value:?} is the default");
+            assert_eq!(got, want, "{name}={value:?} set the wrong field(s)");
+        }
+    }
+
     #[test]
     fn bad_values_keep_the_default_and_name_the_variable() {
         let bad = [
