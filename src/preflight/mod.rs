@@ -61,8 +61,8 @@
 //! scheduling (`probe.rs`), the rules-review fast path
 //! (`rules_fast_path.rs`), the verdict and its message text
 //! (`outcome.rs`), how a check is built (`setup.rs`) and its debug trail
-//! (`debug.rs`). This file holds the machine's fields and its two entry
-//! points, `poll` and `on_result`.
+//! (`debug.rs`). This file holds the machine's fields, its accessors and
+//! its two entry points, `poll` and `on_result`.
 
 mod action;
 mod debug;
