@@ -94,8 +94,10 @@ impl Settings {
 /// The prefix of every variable read.
 pub const PREFIX: &str = "ACTIONS_RUNNER_PREFLIGHT_";
 
-/// One variable and what it accepts, for errors and the README.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One variable: what it accepts (for errors and the README) and which
+/// field of [`Settings`] it sets. A row carries its own setter, so a new
+/// variable cannot land in another's field.
+#[derive(Debug, Clone, Copy)]
 pub struct Variable {
     /// Full name, e.g. `ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS`.
     pub name: &'static str,
@@ -111,16 +113,36 @@ pub struct Variable {
     kind: Kind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a variable's value is read, and the setter that stores it: each
+/// kind's setter takes the value already parsed and checked.
+#[derive(Debug, Clone, Copy)]
 enum Kind {
-    Millis { min: u64, max: u64 },
-    Count { min: u64, max: u64 },
-    Factor,
-    Jitter,
-    Switch,
-    OnInconclusive,
-    Seed,
-    Path,
+    /// A whole number of ms within `min..=max`.
+    Millis {
+        min: u64,
+        max: u64,
+        set: fn(&mut Settings, Duration),
+    },
+    /// A whole number within `min..=max` (at most `u32::MAX`).
+    Count {
+        min: u64,
+        max: u64,
+        set: fn(&mut Settings, u32),
+    },
+    /// A number from 1 to 10.
+    Factor { set: fn(&mut Settings, f64) },
+    /// A jitter name.
+    Jitter { set: fn(&mut Settings, Jitter) },
+    /// on / off and their synonyms.
+    Switch { set: fn(&mut Settings, bool) },
+    /// fail / proceed.
+    OnInconclusive {
+        set: fn(&mut Settings, OnInconclusive),
+    },
+    /// Any `u64`.
+    Seed { set: fn(&mut Settings, u64) },
+    /// An absolute path.
+    Path { set: fn(&mut Settings, &str) },
 }
 
 const H: u64 = 3_600_000;
@@ -133,7 +155,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "90000",
         #[cfg(test)]
         meaning: "how long a check keeps retrying before it is inconclusive",
-        kind: Kind::Millis { min: 1_000, max: H },
+        kind: Kind::Millis { min: 1_000, max: H, set: |s, d| s.backoff.deadline = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS",
@@ -141,7 +163,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "20",
         #[cfg(test)]
         meaning: "attempts per review, the first included",
-        kind: Kind::Count { min: 1, max: 100 },
+        kind: Kind::Count { min: 1, max: 100, set: |s, n| s.backoff.max_attempts = n },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS",
@@ -149,10 +171,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "1000",
         #[cfg(test)]
         meaning: "the first backoff delay, before jitter",
-        kind: Kind::Millis {
-            min: 1,
-            max: 60_000,
-        },
+        kind: Kind::Millis { min: 1, max: 60_000, set: |s, d| s.backoff.base = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR",
@@ -160,7 +179,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "2",
         #[cfg(test)]
         meaning: "how much each backoff delay grows",
-        kind: Kind::Factor,
+        kind: Kind::Factor { set: |s, f| s.backoff.factor = f },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS",
@@ -168,10 +187,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "8000",
         #[cfg(test)]
         meaning: "the cap on any one backoff delay, jitter included",
-        kind: Kind::Millis {
-            min: 1,
-            max: 300_000,
-        },
+        kind: Kind::Millis { min: 1, max: 300_000, set: |s, d| s.backoff.max_delay = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_JITTER",
@@ -179,7 +195,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "equal",
         #[cfg(test)]
         meaning: "how backoff delays are randomized",
-        kind: Kind::Jitter,
+        kind: Kind::Jitter { set: |s, j| s.backoff.jitter = j },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS",
@@ -187,10 +203,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "10000",
         #[cfg(test)]
         meaning: "each request is abandoned after this long",
-        kind: Kind::Millis {
-            min: 100,
-            max: 300_000,
-        },
+        kind: Kind::Millis { min: 100, max: 300_000, set: |s, d| s.request_timeout = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS",
@@ -198,10 +211,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "32000",
         #[cfg(test)]
         meaning: "the longest Retry-After honoured",
-        kind: Kind::Millis {
-            min: 0,
-            max: 300_000,
-        },
+        kind: Kind::Millis { min: 0, max: 300_000, set: |s, d| s.max_retry_after = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS",
@@ -209,10 +219,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "0",
         #[cfg(test)]
         meaning: "send a second copy of a review that has had no answer for this long; the first answer wins",
-        kind: Kind::Millis {
-            min: 0,
-            max: 300_000,
-        },
+        kind: Kind::Millis { min: 0, max: 300_000, set: |s, d| s.hedge_after = Some(d).filter(|d| !d.is_zero()) },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA",
@@ -220,10 +227,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "0",
         #[cfg(test)]
         meaning: "the size of each check's retry token bucket: a retry takes 5 tokens (10 after a timeout), an answer gives 1 back (a retry's answer, what it took); when a retry cannot be paid for, the check is inconclusive",
-        kind: Kind::Count {
-            min: 0,
-            max: 100_000,
-        },
+        kind: Kind::Count { min: 0, max: 100_000, set: |s, n| s.retry_quota = Some(n).filter(|&n| n > 0) },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CACHE",
@@ -231,7 +235,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "on",
         #[cfg(test)]
         meaning: "whether an allowed verdict is cached for later steps of the job",
-        kind: Kind::Switch,
+        kind: Kind::Switch { set: |s, on| s.cache_enabled = on },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW",
@@ -239,7 +243,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "on",
         #[cfg(test)]
         meaning: "ask one SelfSubjectRulesReview first and send access reviews only for what its rules do not prove",
-        kind: Kind::Switch,
+        kind: Kind::Switch { set: |s, on| s.rules_review = on },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT",
@@ -247,7 +251,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "on",
         #[cfg(test)]
         meaning: "hook processes of one job that start together with no usable cached verdict take turns through a lock file: one asks the API, the others wait for its record",
-        kind: Kind::Switch,
+        kind: Kind::Switch { set: |s, on| s.single_flight = on },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS",
@@ -255,10 +259,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "3600000",
         #[cfg(test)]
         meaning: "a cached verdict younger than this answers with no API call",
-        kind: Kind::Millis {
-            min: 0,
-            max: 168 * H,
-        },
+        kind: Kind::Millis { min: 0, max: 168 * H, set: |s, d| s.cache.ttl = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS",
@@ -266,10 +267,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "86400000",
         #[cfg(test)]
         meaning: "a cached verdict younger than this answers only when the API is unreachable",
-        kind: Kind::Millis {
-            min: 0,
-            max: 720 * H,
-        },
+        kind: Kind::Millis { min: 0, max: 720 * H, set: |s, d| s.cache.grace = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE",
@@ -277,7 +275,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "fail",
         #[cfg(test)]
         meaning: "when the API gives no definitive answer by the deadline and no grace record exists: fail the step, or proceed with a warning (the API still refuses anything the service account may not do; a denial always fails)",
-        kind: Kind::OnInconclusive,
+        kind: Kind::OnInconclusive { set: |s, o| s.on_inconclusive = o },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_SEED",
@@ -285,7 +283,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "unset (OS randomness)",
         #[cfg(test)]
         meaning: "seed for jitter, for reproducible runs",
-        kind: Kind::Seed,
+        kind: Kind::Seed { set: |s, seed| s.seed = Some(seed) },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_KEY_FILE",
@@ -293,7 +291,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "unset ($HOME/.k8s-auth-preflight/runner-key)",
         #[cfg(test)]
         meaning: "the runner's secret key file (mode 0600, in a folder job containers do not mount) that signs cached verdicts, so that they survive token rotation; made if missing",
-        kind: Kind::Path,
+        kind: Kind::Path { set: |s, path| s.key_file = Some(path.to_string()) },
     },
 ];
 
@@ -470,33 +468,12 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
         return Err(Problem::Empty);
     }
     match variable.kind {
-        Kind::Millis { min, max } => {
-            let ms = Duration::from_millis(number(value, min, max)?);
-            if variable.name == "ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS" {
-                settings.hedge_after = Some(ms).filter(|d| !d.is_zero());
-                return Ok(());
-            }
-            let target = match variable.name {
-                "ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS" => &mut settings.backoff.deadline,
-                "ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS" => &mut settings.backoff.base,
-                "ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS" => &mut settings.backoff.max_delay,
-                "ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS" => &mut settings.request_timeout,
-                "ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS" => &mut settings.max_retry_after,
-                "ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS" => &mut settings.cache.ttl,
-                _ => &mut settings.cache.grace,
-            };
-            *target = ms;
+        Kind::Millis { min, max, set } => {
+            set(settings, Duration::from_millis(number(value, min, max)?))
         }
-        Kind::Count { min, max } => {
-            let n = number(value, min, max)? as u32;
-            match variable.name {
-                "ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA" => {
-                    settings.retry_quota = Some(n).filter(|&n| n > 0)
-                }
-                _ => settings.backoff.max_attempts = n,
-            }
-        }
-        Kind::Factor => {
+        // `max` is at most u32::MAX for every count.
+        Kind::Count { min, max, set } => set(settings, number(value, min, max)? as u32),
+        Kind::Factor { set } => {
             let factor = match parse_decimal(value) {
                 Some(f) => f,
                 None if value.strip_prefix('-').and_then(parse_decimal).is_some() => {
@@ -507,38 +484,34 @@ fn apply(settings: &mut Settings, variable: &Variable, raw: &str) -> Result<(), 
             if !(1.0..=10.0).contains(&factor) {
                 return Err(Problem::OutOfRange);
             }
-            settings.backoff.factor = factor;
+            set(settings, factor);
         }
-        Kind::Jitter => {
-            settings.backoff.jitter = Jitter::from_name(value).ok_or(Problem::UnknownName)?;
-        }
-        Kind::Switch => {
+        Kind::Jitter { set } => set(
+            settings,
+            Jitter::from_name(value).ok_or(Problem::UnknownName)?,
+        ),
+        Kind::Switch { set } => {
             let on = match value.to_ascii_lowercase().as_str() {
                 "on" | "true" | "1" | "yes" => true,
                 "off" | "false" | "0" | "no" => false,
                 _ => return Err(Problem::UnknownName),
             };
-            match variable.name {
-                "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW" => settings.rules_review = on,
-                "ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT" => settings.single_flight = on,
-                _ => settings.cache_enabled = on,
-            }
+            set(settings, on);
         }
-        Kind::OnInconclusive => {
-            settings.on_inconclusive = match value.to_ascii_lowercase().as_str() {
+        Kind::OnInconclusive { set } => {
+            let choice = match value.to_ascii_lowercase().as_str() {
                 "fail" => OnInconclusive::Fail,
                 "proceed" => OnInconclusive::Proceed,
                 _ => return Err(Problem::UnknownName),
             };
+            set(settings, choice);
         }
-        Kind::Seed => {
-            settings.seed = Some(number(value, 0, u64::MAX)?);
-        }
-        Kind::Path => {
+        Kind::Seed { set } => set(settings, number(value, 0, u64::MAX)?),
+        Kind::Path { set } => {
             if !crate::runner_key::is_absolute(value) {
                 return Err(Problem::NotAbsolute);
             }
-            settings.key_file = Some(value.to_string());
+            set(settings, value);
         }
     }
     Ok(())
@@ -594,7 +567,7 @@ mod tests {
         let (from_table, errors) = Settings::from_env(
             VARIABLES
                 .iter()
-                .filter(|v| v.kind != Kind::Seed && v.kind != Kind::Path)
+                .filter(|v| !matches!(v.kind, Kind::Seed { .. } | Kind::Path { .. }))
                 .map(|v| (v.name, v.default)),
         );
         assert!(errors.is_empty(), "{errors:?}");
@@ -644,6 +617,82 @@ mod tests {
         assert_eq!(s.key_file.as_deref(), Some("/etc/runner/key"));
     }
 
+    /// Each variable, set alone to a valid value that is not its default,
+    /// changes exactly the field it names: the whole `Settings` is compared,
+    /// so a row whose setter writes another field (or a second one) fails.
+    #[test]
+    fn each_variable_sets_its_own_field_and_no_other() {
+        type Expect = fn(&mut Settings);
+        let cases: [(&str, &str, Expect); 18] = [
+            ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500", |s| {
+                s.backoff.deadline = Duration::from_millis(2500)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "4", |s| {
+                s.backoff.max_attempts = 4
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS", "30", |s| {
+                s.backoff.base = Duration::from_millis(30)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_BACKOFF_FACTOR", "1.5", |s| {
+                s.backoff.factor = 1.5
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS", "240", |s| {
+                s.backoff.max_delay = Duration::from_millis(240)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_JITTER", "full", |s| {
+                s.backoff.jitter = Jitter::Full
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS", "500", |s| {
+                s.request_timeout = Duration::from_millis(500)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_MAX_RETRY_AFTER_MS", "7000", |s| {
+                s.max_retry_after = Duration::from_millis(7000)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "150", |s| {
+                s.hedge_after = Some(Duration::from_millis(150))
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_RETRY_QUOTA", "100", |s| {
+                s.retry_quota = Some(100)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE", "off", |s| {
+                s.cache_enabled = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW", "off", |s| {
+                s.rules_review = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT", "off", |s| {
+                s.single_flight = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_TTL_MS", "1000", |s| {
+                s.cache.ttl = Duration::from_millis(1000)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "7200000", |s| {
+                s.cache.grace = Duration::from_millis(7_200_000)
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE", "proceed", |s| {
+                s.on_inconclusive = OnInconclusive::Proceed
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42", |s| s.seed = Some(42)),
+            (
+                "ACTIONS_RUNNER_PREFLIGHT_KEY_FILE",
+                "/etc/runner/key",
+                |s| s.key_file = Some("/etc/runner/key".into()),
+            ),
+        ];
+        // One case per row of the table, in its order.
+        let names: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        let rows: Vec<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        assert_eq!(names, rows);
+        for (name, value, expect) in cases {
+            let (got, errors) = Settings::from_env([(name, value)]);
+            assert!(errors.is_empty(), "{name}={value:?}: {errors:?}");
+            let mut want = Settings::new();
+            expect(&mut want);
+            assert_ne!(want, Settings::new(), "{name}={value:?} is the default");
+            assert_eq!(got, want, "{name}={value:?} set the wrong field(s)");
+        }
+    }
+
     #[test]
     fn bad_values_keep_the_default_and_name_the_variable() {
         let bad = [
@@ -660,7 +709,7 @@ mod tests {
         for variable in VARIABLES {
             for value in bad {
                 // Some of these are fine for some variables (1.5 is a factor).
-                if variable.kind == Kind::Factor && value == "1.5" {
+                if matches!(variable.kind, Kind::Factor { .. }) && value == "1.5" {
                     continue;
                 }
                 let (s, errors) = Settings::from_env([(variable.name, value)]);

@@ -24,7 +24,7 @@
 //! A hedge does not count against the attempt limit, so turning hedging on
 //! never shortens the ride-through; it does count as a request.
 
-use crate::classify::ErrorFacts;
+use crate::classify::{Class, ErrorFacts};
 
 /// Copies of one attempt: the request and at most one hedge.
 ///
@@ -53,8 +53,9 @@ pub struct Attempt {
     /// When a hedge may be sent; `None`: hedging off, already hedged, or the
     /// request times out first.
     hedge_at_ms: Option<u64>,
-    /// A fatal failure of a copy while another was still out.
-    held_fatal: Option<ErrorFacts>,
+    /// A fatal failure of a copy while another was still out, with its
+    /// class (each failure is classified once).
+    held_fatal: Option<(ErrorFacts, Class)>,
     /// Retry-quota tokens this attempt took (its retry's and its hedge's).
     pub tokens_taken: u32,
 }
@@ -64,9 +65,9 @@ pub struct Attempt {
 pub enum AfterFailure {
     /// Another copy is still out; the attempt goes on.
     StillOut,
-    /// That was the last copy: the attempt failed with these facts (the
-    /// fatal one, if a copy failed fatally before).
-    Failed(ErrorFacts),
+    /// That was the last copy: the attempt failed with these facts and
+    /// their class (the fatal ones, if a copy failed fatally before).
+    Failed(ErrorFacts, Class),
 }
 
 impl Attempt {
@@ -148,18 +149,20 @@ impl Attempt {
             .map(|c| c.request)
     }
 
-    /// Copy `request` failed with `facts` (`fatal`: not worth a retry).
-    pub fn fail(&mut self, request: u32, facts: &ErrorFacts, fatal: bool) -> AfterFailure {
+    /// Copy `request` failed with `facts`, which the classifier put in
+    /// `class` (a fatal class: not worth a retry).
+    pub fn fail(&mut self, request: u32, facts: &ErrorFacts, class: &Class) -> AfterFailure {
+        let fatal = matches!(class, Class::Fatal { .. });
         self.copies.retain(|c| c.request != request);
         if !self.copies.is_empty() {
             if fatal && self.held_fatal.is_none() {
-                self.held_fatal = Some(facts.clone());
+                self.held_fatal = Some((facts.clone(), class.clone()));
             }
             return AfterFailure::StillOut;
         }
         match self.held_fatal.take() {
-            Some(held) if !fatal => AfterFailure::Failed(held),
-            _ => AfterFailure::Failed(facts.clone()),
+            Some((held, held_class)) if !fatal => AfterFailure::Failed(held, held_class),
+            _ => AfterFailure::Failed(facts.clone(), class.clone()),
         }
     }
 }
@@ -174,6 +177,12 @@ mod tests {
         ErrorFacts {
             codes: vec!["ECONNREFUSED".into()],
             ..ErrorFacts::default()
+        }
+    }
+
+    fn transient() -> Class {
+        Class::Transient {
+            why: "ECONNREFUSED".into(),
         }
     }
 
@@ -211,14 +220,14 @@ mod tests {
     fn a_failed_copy_leaves_the_other_out_and_the_last_failure_ends_the_attempt() {
         let mut a = Attempt::start(1, 0, 10_000, Some(100));
         a.add_hedge(2, 10_100);
-        assert_eq!(a.fail(2, &refused(), false), AfterFailure::StillOut);
+        assert_eq!(a.fail(2, &refused(), &transient()), AfterFailure::StillOut);
         assert!(a.holds(1) && !a.holds(2));
         assert_eq!(a.next_timeout(), Some(10_000));
         assert_eq!(a.timed_out(9_999), None);
         assert_eq!(a.timed_out(10_000), Some(1));
         assert_eq!(
-            a.fail(1, &refused(), false),
-            AfterFailure::Failed(refused())
+            a.fail(1, &refused(), &transient()),
+            AfterFailure::Failed(refused(), transient())
         );
     }
 
@@ -228,9 +237,15 @@ mod tests {
             status: Some(404),
             ..ErrorFacts::default()
         };
+        let not_found = Class::Fatal {
+            why: "HTTP 404".into(),
+        };
         let mut a = Attempt::start(1, 0, 10_000, Some(100));
         a.add_hedge(2, 10_100);
-        assert_eq!(a.fail(1, &fatal, true), AfterFailure::StillOut);
-        assert_eq!(a.fail(2, &refused(), false), AfterFailure::Failed(fatal));
+        assert_eq!(a.fail(1, &fatal, &not_found), AfterFailure::StillOut);
+        assert_eq!(
+            a.fail(2, &refused(), &transient()),
+            AfterFailure::Failed(fatal, not_found)
+        );
     }
 }

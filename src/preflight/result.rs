@@ -1,0 +1,174 @@
+//! What a request returned ([`ProbeResult`]), what the machine did with it
+//! ([`Accepted`], [`ResultError`]), and how an answer is read and applied.
+
+use thiserror::Error;
+
+use super::probe::{Probe, State};
+use super::Preflight;
+use crate::classify::{Class, ErrorFacts};
+use crate::review_answer::{self, AccessAnswer, Malformed};
+use crate::rules::RulesStatus;
+use crate::text::{self, quoted};
+
+/// What a request returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeResult {
+    /// The review answered: `status.allowed`.
+    Reviewed {
+        /// The API's verdict for this permission.
+        allowed: bool,
+        /// `status.reason`, if any (kept for the denial message).
+        reason: Option<String>,
+    },
+    /// The rules review answered: its `status`.
+    RulesReviewed {
+        /// The review's status.
+        status: RulesStatus,
+    },
+    /// An access review answered (2xx): its body, as the server sent it.
+    /// The core reads it ([`crate::review_answer`]); a body without a
+    /// boolean `status.allowed` is a malformed answer.
+    AccessBody {
+        /// The response body.
+        body: String,
+    },
+    /// The rules review answered (2xx): its body, as the server sent it. A
+    /// body whose fields are not of their documented types proves nothing.
+    RulesBody {
+        /// The response body.
+        body: String,
+    },
+    /// A generic call ([`Preflight::for_call`]) succeeded.
+    Succeeded,
+    /// The request failed; the facts the shim saw.
+    Failed {
+        /// Normalized error facts.
+        facts: ErrorFacts,
+    },
+}
+
+/// What [`Preflight::on_result`] did with a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// It changed the check.
+    Applied,
+    /// It was for an attempt that is no longer current (already timed out,
+    /// or the check is over) and was ignored.
+    Stale,
+}
+
+/// A result the machine cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ResultError {
+    /// No such probe.
+    #[error("no probe {0} in this check")]
+    UnknownProbe(usize),
+    /// A result of the wrong kind for the probe (e.g. `succeeded` for an
+    /// access review, which must say allowed or not).
+    #[error("probe {0} got a result of the wrong kind for its request")]
+    WrongResultKind(usize),
+}
+
+/// How many answers `allowed: false` with an `evaluationError` (and no
+/// outright `denied`) one permission may get before they count as a denial.
+/// Such an answer means no authorizer allowed the request and one of them
+/// failed: a webhook that is down (transient, often during the same
+/// control-plane trouble this package rides through), or RBAC finding a
+/// binding to a missing role (permanent, and a real denial). A few quick
+/// retries tell the two apart without holding a real denial for the whole
+/// deadline; the denial then quotes the API's error.
+pub const EVALUATION_ERROR_ANSWERS: u32 = 3;
+
+/// What a result says, once read (see [`Preflight::on_result`]).
+pub(super) enum Answer {
+    Failed(ErrorFacts),
+    Succeeded,
+    Access(AccessAnswer),
+    Rules(RulesStatus),
+    Malformed(Malformed),
+}
+
+impl Answer {
+    /// Reads `result` as an answer for `probe`; `None` when it is of the
+    /// wrong kind for that probe's request.
+    pub(super) fn read(probe: &Probe, result: ProbeResult) -> Option<Answer> {
+        Some(match (probe, result) {
+            (_, ProbeResult::Failed { facts }) => Answer::Failed(facts),
+            (Probe::Call, ProbeResult::Succeeded) => Answer::Succeeded,
+            (Probe::Access(_), ProbeResult::Reviewed { allowed, reason }) => {
+                Answer::Access(AccessAnswer {
+                    allowed,
+                    denied: false,
+                    reason,
+                    evaluation_error: None,
+                })
+            }
+            (Probe::Access(_), ProbeResult::AccessBody { body }) => {
+                match review_answer::access_answer(&body) {
+                    Ok(answer) => Answer::Access(answer),
+                    Err(why) => Answer::Malformed(why),
+                }
+            }
+            (Probe::Rules, ProbeResult::RulesReviewed { status }) => Answer::Rules(status),
+            (Probe::Rules, ProbeResult::RulesBody { body }) => {
+                match review_answer::rules_answer(&body) {
+                    Ok(status) => Answer::Rules(status),
+                    Err(why) => Answer::Malformed(why),
+                }
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl Preflight {
+    /// An access review answered. `allowed: false` is a denial, unless no
+    /// authorizer said no outright (`denied` is not true) and one of them
+    /// failed (`evaluationError`): then the answer may be the failure's,
+    /// not RBAC's. Such an answer is retried like a transient error, up to
+    /// [`EVALUATION_ERROR_ANSWERS`] times; if it persists, it is a denial
+    /// whose message quotes the API's error.
+    pub(super) fn on_access_answer(&mut self, probe: usize, answer: AccessAnswer, now: u64) {
+        if answer.allowed {
+            self.probes[probe].state = State::Allowed;
+            return;
+        }
+        if let (false, Some(error)) = (answer.denied, answer.evaluation_error) {
+            let run = &mut self.probes[probe];
+            run.evaluation_errors += 1;
+            let error = text::clip(&error, 300);
+            let evidence = format!(
+                "the API answered allowed: false with an evaluation error: {}",
+                quoted(&error)
+            );
+            run.evaluation_error = Some(error);
+            if run.evaluation_errors < EVALUATION_ERROR_ANSWERS && !self.stopping {
+                if !self.warned_evaluation_error {
+                    self.warned_evaluation_error = true;
+                    self.pending_warnings.push(format!(
+                        "An authorizer failed while the Kubernetes API checked a permission ({evidence}); asking again before calling it a denial."
+                    ));
+                }
+                self.last_error = Some(evidence.clone());
+                let class = Class::Transient { why: evidence };
+                self.retry_later(probe, &ErrorFacts::default(), &class, now);
+                return;
+            }
+        }
+        self.probes[probe].state = State::Denied;
+        self.stopping = true;
+    }
+
+    /// An answer that is not of the documented shape: for the rules review,
+    /// the fast path gives way; for an access review, the check ends.
+    pub(super) fn on_malformed(&mut self, probe: usize, why: String, now: u64) {
+        if matches!(self.probes[probe].probe, Probe::Rules) {
+            self.malformed_rules(probe, &why, now);
+        } else {
+            self.probes[probe].state = State::Fatal(format!(
+                "the SelfSubjectAccessReview's answer is malformed ({why})"
+            ));
+            self.stopping = true;
+        }
+    }
+}
