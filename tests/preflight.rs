@@ -868,3 +868,18 @@ fn the_debug_trail_has_a_line_per_attempt_and_a_summary() {
         run.debug
     );
 }
+
+/// The retry warning announces the deadline in whole seconds rounded up: a
+/// budget of 1,999 ms (what is left after a turn at the lock) is "2 s".
+#[test]
+fn the_retry_warning_rounds_the_deadline_up() {
+    let mut s = settings();
+    s.backoff.deadline = Duration::from_millis(1_999);
+    let mut c = check(s, None, T0);
+    let run = drive(&mut c, T0, |_, _| fail(refused()));
+    assert!(
+        run.warnings[0].contains("retrying for up to 2 s"),
+        "{}",
+        run.warnings[0]
+    );
+}

@@ -39,7 +39,9 @@ impl Preflight {
             self.warned_unreachable = true;
             self.pending_warnings.push(format!(
                 "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
-                self.settings.backoff.deadline.as_secs()
+                // Whole seconds, rounded up: a budget of 1,999 ms (a
+                // deadline less the time spent at the lock) is "2 s", not "1 s".
+                crate::millis(self.settings.backoff.deadline).div_ceil(1000)
             ));
         }
         self.last_error = Some(evidence);

@@ -209,20 +209,28 @@ test('a record written just before this process gets the lock answers it, with n
   assert.equal(await first.isAuthPermissionsOK(), true);
   const record = fs.readFileSync(file);
   fs.unlinkSync(file);
-  // This process reads no record; then (at its second clock read, when it
-  // starts its turn at the lock) the other process writes its record and
-  // releases the lock, so this one gets the lock at once.
-  let reads = 0;
-  const now = () => {
-    reads += 1;
-    if (reads === 2) fs.writeFileSync(file, record);
-    return Date.now();
+  // This process reads no record; then, just before it links its lock into
+  // place, the other process writes its record and releases the lock, so
+  // this one gets the lock at once. (The check reads its clock once and
+  // then runs on the monotonic clock, so the hook is the link, not a clock
+  // read.)
+  let written = false;
+  const link = fs.linkSync;
+  fs.linkSync = function linkSync(from, to, ...rest) {
+    if (!written && String(to) === lock) {
+      written = true;
+      fs.writeFileSync(file, record);
+    }
+    return link.call(this, from, to, ...rest);
   };
+  t.after(() => {
+    fs.linkSync = link;
+  });
   const log = captureLogger();
-  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, now, logger: log.logger });
+  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, logger: log.logger });
   const before = ctx.server.counts().total;
   assert.equal(await check.isAuthPermissionsOK(), true);
-  assert.equal(reads >= 2, true, 'the record was written mid-check');
+  assert.equal(written, true, 'the record was written mid-check');
   assert.equal(check.lastOutcome().source, 'cache');
   assert.equal(ctx.server.counts().total - before, 0, 'no request: the record answered');
   assert.equal(fs.existsSync(lock), false, 'the lock was released');
