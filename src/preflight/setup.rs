@@ -151,35 +151,21 @@ impl Preflight {
         now_ms: u64,
     ) -> Result<Preflight, SetupError> {
         let (settings, errors) = Settings::from_env_values(env);
-        let home = env.iter().find_map(|(k, v)| match v {
-            EnvValue::Text(home) if *k == "HOME" => Some(*home),
-            _ => None,
-        });
-        let mut key_warning = None;
-        let identity = credential.and_then(|credential| {
-            let report = runner_key.filter(|_| settings.cache_enabled)?;
-            let secret = runner_key::location(&settings, home)
-                .map_err(|problem| (None, problem))
-                .and_then(|at| runner_key::judge(report).map_err(|p| (Some(at.file), p)));
-            match secret {
-                Ok(secret) => Identity::with_runner_secret(credential, &secret),
-                Err((file, problem)) => {
-                    key_warning = Some(runner_key::fallback_warning(file.as_deref(), &problem));
-                    None
-                }
-            }
-        });
-        let identity = identity.or_else(|| credential.and_then(Identity::from_credential));
+        let home = home_of(env);
+        let (identity, key_warning) = identity_for(&settings, home, credential, runner_key);
         let no_credential = identity.is_none() && settings.cache_enabled;
         let mut check = Preflight::new(settings, permissions, namespace, identity, cached, now_ms)?;
         check.queue_setting_warnings(errors);
         check.pending_warnings.extend(key_warning);
         if no_credential {
-            check.pending_warnings.push(
-                "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.".into(),
-            );
+            check.pending_warnings.push(NO_CREDENTIAL_WARNING.into());
         }
         Ok(check)
+    }
+
+    /// Queues warnings to print before anything else this check says.
+    pub(crate) fn queue_warnings(&mut self, warnings: impl IntoIterator<Item = String>) {
+        self.pending_warnings.extend(warnings);
     }
 
     /// A generic call configured from `env`, like [`Preflight::from_env`].
@@ -270,6 +256,45 @@ impl Preflight {
     }
 }
 
+/// The warning when caching is on and there is no credential to key it.
+pub const NO_CREDENTIAL_WARNING: &str = "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.";
+
+/// `HOME` from the settings environment, if it is text.
+pub(crate) fn home_of<'a>(env: &[(&str, EnvValue<'a>)]) -> Option<&'a str> {
+    env.iter().find_map(|(k, v)| match v {
+        EnvValue::Text(home) if *k == "HOME" => Some(*home),
+        _ => None,
+    })
+}
+
+/// The identity that keys and signs the record: the credential with the
+/// runner key when the shim's report on the key file (`runner_key`) shows
+/// a usable one, else the credential alone, with the warning that says
+/// why the runner key was not used. `None` without a credential.
+pub(crate) fn identity_for(
+    settings: &Settings,
+    home: Option<&str>,
+    credential: Option<&[u8]>,
+    runner_key: Option<&runner_key::KeyFileReport>,
+) -> (Option<Identity>, Option<String>) {
+    let mut key_warning = None;
+    let identity = credential.and_then(|credential| {
+        let report = runner_key.filter(|_| settings.cache_enabled)?;
+        let secret = runner_key::location(settings, home)
+            .map_err(|problem| (None, problem))
+            .and_then(|at| runner_key::judge(report).map_err(|p| (Some(at.file), p)));
+        match secret {
+            Ok(secret) => Identity::with_runner_secret(credential, &secret),
+            Err((file, problem)) => {
+                key_warning = Some(runner_key::fallback_warning(file.as_deref(), &problem));
+                None
+            }
+        }
+    });
+    let identity = identity.or_else(|| credential.and_then(Identity::from_credential));
+    (identity, key_warning)
+}
+
 /// The cache file name a check with these inputs would use, or `None` when
 /// caching is off (by setting, or for want of a credential). Lets the caller
 /// read the file before it builds the check.
@@ -297,7 +322,7 @@ pub fn cache_file_name<'a, V: Into<EnvValue<'a>>>(
         }))
 }
 
-fn check_namespace(namespace: &str) -> Result<(), SetupError> {
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), SetupError> {
     let ok = !namespace.is_empty()
         && namespace.len() <= 253
         && namespace

@@ -1,0 +1,746 @@
+//! The one machine per check (`Check`): every file action, lock step and
+//! request of a hook step, driven against an in-memory world (files with
+//! modification times, processes that run or not, an apiserver that
+//! answers at once). The world does what the shim does, and nothing more:
+//! each test reads the actions the machine asked for.
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_auth_preflight::check::{
+    Check, CheckAction, CheckInput, Fact, FactError, Level, LockCreated, LockSeen, ProcessFacts,
+    RecordRead,
+};
+use k8s_auth_preflight::config::EnvValue;
+use k8s_auth_preflight::preflight::Request;
+use k8s_auth_preflight::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
+use k8s_auth_preflight::{ErrorFacts, Outcome, ProbeResult, Source, Verdict};
+
+const T0: u64 = 1_792_548_926_000;
+const TOKEN: &[u8] = b"check-machine-test-token";
+const HOST: &str = "runner-1";
+const UID: u32 = 1001;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    AllowAll,
+    /// `allowed: false` for this verb.
+    Deny(&'static str),
+    /// Connection refused until this time.
+    RefuseUntil(u64),
+}
+
+/// Files and processes, as the shim would see them.
+struct World {
+    files: BTreeMap<String, (Vec<u8>, u64)>,
+    folders: BTreeSet<String>,
+    running: BTreeSet<u32>,
+    api: Api,
+    /// Paths at which a link fails and the look finds nothing, this many times.
+    vanishing_lock: u32,
+    /// Replace our lock with another's just before the release looks at it.
+    steal_lock_at_release: bool,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            files: BTreeMap::new(),
+            folders: BTreeSet::from(["/home/runner".to_string(), "/rt".to_string()]),
+            running: BTreeSet::new(),
+            api: Api::AllowAll,
+            vanishing_lock: 0,
+            steal_lock_at_release: false,
+        }
+    }
+}
+
+struct Trace {
+    actions: Vec<CheckAction>,
+    outcome: Outcome,
+    logs: Vec<(Level, String)>,
+    requests: usize,
+    done_at: u64,
+}
+
+impl Trace {
+    fn count(&self, f: impl Fn(&CheckAction) -> bool) -> usize {
+        self.actions.iter().filter(|a| f(a)).count()
+    }
+    fn warnings(&self) -> Vec<&str> {
+        self.logs
+            .iter()
+            .filter(|(l, _)| *l == Level::Warning)
+            .map(|(_, m)| m.as_str())
+            .collect()
+    }
+}
+
+fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, EnvValue<'static>)> {
+    let mut env = vec![
+        ("HOME", EnvValue::Text("/home/runner")),
+        ("RUNNER_TEMP", EnvValue::Text("/rt")),
+        ("ACTIONS_RUNNER_PREFLIGHT_SEED", EnvValue::Text("5")),
+        (
+            "ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW",
+            EnvValue::Text("off"),
+        ),
+    ];
+    for (k, v) in extra {
+        env.retain(|(name, _)| name != k);
+        env.push((k, EnvValue::Text(v)));
+    }
+    env
+}
+
+fn new_check(env: &[(&str, EnvValue<'_>)], pid: u32, now: u64) -> Check {
+    let permissions = k8s_auth_preflight::permission::runner_hooks_permissions();
+    Check::new(
+        CheckInput {
+            env,
+            permissions: &permissions,
+            namespace: "ci",
+            credential: Some(TOKEN),
+            cache_dir: None,
+            process: ProcessFacts {
+                pid,
+                host: HOST.into(),
+            },
+        },
+        now,
+    )
+    .unwrap()
+}
+
+fn read_file(world: &World, file: &str, limit: u32) -> RecordRead {
+    match world.files.get(file) {
+        None => RecordRead::OpenFailed {
+            code: "ENOENT".into(),
+        },
+        Some((bytes, _)) => {
+            RecordRead::Bytes(bytes.iter().copied().take(limit as usize + 1).collect())
+        }
+    }
+}
+
+fn key_report(world: &World, file: &str, create_error: Option<String>) -> KeyFileReport {
+    let facts = match world.files.get(file) {
+        None => KeyFileFacts::Missing,
+        Some((bytes, _)) => KeyFileFacts::Found {
+            kind: FileKind::File,
+            mode: 0o600,
+            owner: UID,
+            bytes: bytes.clone(),
+        },
+    };
+    KeyFileReport {
+        facts,
+        process_uid: Some(UID),
+        create_error,
+    }
+}
+
+fn folder_of(file: &str) -> String {
+    file.rsplit_once('/')
+        .map(|(f, _)| f.to_string())
+        .unwrap_or_default()
+}
+
+/// Performs one file action as the shim does; `None` for actions with no fact.
+fn perform(world: &mut World, action: &CheckAction, now: u64) -> Option<Fact> {
+    Some(match action {
+        CheckAction::ReadKeyFile { file, .. } => Fact::KeyFile(key_report(world, file, None)),
+        CheckAction::CreateKeyFile {
+            file, folder, text, ..
+        } => {
+            if let Some(folder) = folder {
+                world.folders.insert(folder.clone());
+            }
+            let error = if world.files.contains_key(file) {
+                Some("EEXIST".to_string())
+            } else {
+                world
+                    .files
+                    .insert(file.clone(), (text.as_bytes().to_vec(), now));
+                None
+            };
+            Fact::KeyFile(key_report(world, file, error))
+        }
+        CheckAction::ReadRecord { file, limit } => Fact::Record(read_file(world, file, *limit)),
+        CheckAction::CreateLock { file, content } => {
+            if !world.folders.contains(&folder_of(file)) {
+                return Some(Fact::LockCreated(LockCreated::TempFailed {
+                    code: "ENOENT".into(),
+                }));
+            }
+            if world.vanishing_lock > 0 {
+                world.vanishing_lock -= 1;
+                return Some(Fact::LockCreated(LockCreated::LinkFailed {
+                    code: "EEXIST".into(),
+                }));
+            }
+            if world.files.contains_key(file) {
+                Fact::LockCreated(LockCreated::LinkFailed {
+                    code: "EEXIST".into(),
+                })
+            } else {
+                world
+                    .files
+                    .insert(file.clone(), (content.as_bytes().to_vec(), now));
+                Fact::LockCreated(LockCreated::Linked)
+            }
+        }
+        CheckAction::InspectLock { file, limit } => {
+            if world.steal_lock_at_release && world.files.contains_key(file) {
+                world.files.insert(
+                    file.clone(),
+                    (b"9 runner-1 00000000000000aa\n".to_vec(), now),
+                );
+            }
+            match world.files.get(file) {
+                None => Fact::LockSeen(LockSeen::StatFailed {
+                    code: "ENOENT".into(),
+                }),
+                Some((bytes, mtime)) => Fact::LockSeen(LockSeen::Found {
+                    is_file: true,
+                    mtime_ms: *mtime,
+                    content: Some(bytes.iter().copied().take(*limit as usize + 1).collect()),
+                }),
+            }
+        }
+        CheckAction::ProbeProcess { pid } => Fact::Process {
+            code: (!world.running.contains(pid)).then(|| "ESRCH".to_string()),
+        },
+        CheckAction::RemoveFile { file } => Fact::Removed {
+            code: world
+                .files
+                .remove(file)
+                .is_none()
+                .then(|| "ENOENT".to_string()),
+        },
+        CheckAction::WriteRecord { file, text } => {
+            if world.folders.contains(&folder_of(file)) {
+                world
+                    .files
+                    .insert(file.clone(), (text.as_bytes().to_vec(), now));
+                Fact::Written { code: None }
+            } else {
+                Fact::Written {
+                    code: Some("ENOENT".into()),
+                }
+            }
+        }
+        CheckAction::DeleteRecord { file } => Fact::Deleted {
+            code: world
+                .files
+                .remove(file)
+                .is_none()
+                .then(|| "ENOENT".to_string()),
+        },
+        _ => return None,
+    })
+}
+
+fn answer(world: &World, request: &Request, now: u64) -> ProbeResult {
+    if let Api::RefuseUntil(t) = world.api {
+        if now < t {
+            return ProbeResult::Failed {
+                facts: ErrorFacts {
+                    codes: vec!["ECONNREFUSED".into()],
+                    message: "connect ECONNREFUSED".into(),
+                    ..Default::default()
+                },
+            };
+        }
+    }
+    let allowed = match (world.api, request) {
+        (Api::Deny(verb), Request::AccessReview(r)) => r.spec.resource_attributes.verb != verb,
+        _ => true,
+    };
+    ProbeResult::Reviewed {
+        allowed,
+        reason: None,
+    }
+}
+
+/// Runs `check` to its end: file actions at once, requests answered 10 ms
+/// later, waits slept. `between` runs at each wait (another process's move).
+fn run(
+    world: &mut World,
+    check: &mut Check,
+    start: u64,
+    mut between: impl FnMut(&mut World, u64),
+) -> Trace {
+    let mut now = start;
+    let mut actions = Vec::new();
+    let mut logs = Vec::new();
+    let mut answers: Vec<(u64, usize, u32, ProbeResult)> = Vec::new();
+    let mut requests = 0;
+    for _ in 0..100_000 {
+        let action = check.poll(now);
+        actions.push(action.clone());
+        match &action {
+            CheckAction::Done { outcome } => {
+                return Trace {
+                    actions,
+                    outcome: outcome.clone(),
+                    logs,
+                    requests,
+                    done_at: now,
+                }
+            }
+            CheckAction::Log { level, message } => logs.push((*level, message.clone())),
+            CheckAction::Send {
+                probe,
+                attempt,
+                request,
+                ..
+            } => {
+                requests += 1;
+                answers.push((now + 10, *probe, *attempt, answer(world, request, now)));
+            }
+            CheckAction::Wait { until_ms } => {
+                answers.sort_by_key(|a| a.0);
+                let next = answers
+                    .first()
+                    .map(|a| a.0)
+                    .unwrap_or(u64::MAX)
+                    .min(*until_ms);
+                now = now.max(next);
+                between(world, now);
+                while answers.first().is_some_and(|a| a.0 <= now) {
+                    let (_, probe, attempt, result) = answers.remove(0);
+                    check
+                        .on_fact(
+                            now,
+                            Fact::Response {
+                                probe,
+                                attempt,
+                                result,
+                            },
+                        )
+                        .unwrap();
+                }
+            }
+            file_action => {
+                let fact = perform(world, file_action, now).expect("a file action owes a fact");
+                check.on_fact(now, fact).unwrap();
+            }
+        }
+    }
+    panic!("the check never ended");
+}
+
+fn is_lock_action(a: &CheckAction) -> bool {
+    matches!(
+        a,
+        CheckAction::CreateLock { .. }
+            | CheckAction::InspectLock { .. }
+            | CheckAction::ProbeProcess { .. }
+    ) || matches!(a, CheckAction::RemoveFile { file } if file.ends_with(".lock"))
+}
+
+#[test]
+fn a_cold_step_creates_the_key_takes_the_lock_asks_writes_and_releases() {
+    let mut world = World::new();
+    let env = env(&[]);
+    let mut check = new_check(&env, 100, T0);
+    let trace = run(&mut world, &mut check, T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert_eq!(trace.outcome.source, Some(Source::Reviews));
+    assert_eq!(trace.requests, 13);
+    // The first two actions are the two reads, asked together.
+    assert!(matches!(trace.actions[0], CheckAction::ReadKeyFile { .. }));
+    assert!(matches!(trace.actions[1], CheckAction::ReadRecord { .. }));
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::CreateKeyFile { .. })),
+        1
+    );
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::CreateLock { .. })),
+        1
+    );
+    // Read once before the turn and once after the lock is ours.
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::ReadRecord { .. })),
+        2
+    );
+    let order: Vec<usize> = [
+        |a: &CheckAction| matches!(a, CheckAction::CreateLock { .. }),
+        |a: &CheckAction| matches!(a, CheckAction::Send { .. }),
+        |a: &CheckAction| matches!(a, CheckAction::WriteRecord { .. }),
+        |a: &CheckAction| matches!(a, CheckAction::RemoveFile { .. }),
+    ]
+    .iter()
+    .map(|f| trace.actions.iter().position(f).unwrap())
+    .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "lock, send, write, release: {order:?}"
+    );
+    assert!(trace.warnings().is_empty(), "{:?}", trace.warnings());
+    // The lock is gone, the record and the key are there.
+    let names: Vec<&String> = world.files.keys().collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names
+        .iter()
+        .any(|n| n.starts_with("/rt/k8s-auth-preflight-")));
+    assert!(names
+        .iter()
+        .any(|n| *n == "/home/runner/.k8s-auth-preflight/runner-key"));
+}
+
+#[test]
+fn a_warm_step_reads_two_files_and_is_done() {
+    let mut world = World::new();
+    let env = env(&[]);
+    let first = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    let later = first.done_at + 1_000;
+    let trace = run(
+        &mut world,
+        &mut new_check(&env, 101, later),
+        later,
+        |_, _| {},
+    );
+    assert_eq!(trace.outcome.source, Some(Source::Cache));
+    assert_eq!(trace.requests, 0);
+    let file_actions: Vec<&CheckAction> = trace
+        .actions
+        .iter()
+        .filter(|a| {
+            !matches!(
+                a,
+                CheckAction::Log { .. } | CheckAction::Wait { .. } | CheckAction::Done { .. }
+            )
+        })
+        .collect();
+    assert_eq!(file_actions.len(), 2, "{file_actions:?}");
+    assert_eq!(trace.count(is_lock_action), 0);
+}
+
+#[test]
+fn a_denial_deletes_the_record_and_prints_one_error_naming_the_verb() {
+    let mut world = World::new();
+    let env = env(&[]);
+    run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    // Stale now (past the TTL), so the API is asked again, and denies.
+    world.api = Api::Deny("create");
+    let later = T0 + 10 * 3_600_000;
+    let trace = run(
+        &mut world,
+        &mut new_check(&env, 101, later),
+        later,
+        |_, _| {},
+    );
+    assert_eq!(trace.outcome.verdict, Verdict::Denied);
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::DeleteRecord { .. })),
+        1
+    );
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::WriteRecord { .. })),
+        0
+    );
+    let errors: Vec<&String> = trace
+        .logs
+        .iter()
+        .filter(|(l, _)| *l == Level::Error)
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].contains("create"), "{}", errors[0]);
+    assert!(
+        !world
+            .files
+            .keys()
+            .any(|f| f.contains("k8s-auth-preflight-")),
+        "record deleted"
+    );
+}
+
+#[test]
+fn a_step_waiting_on_a_live_holder_uses_the_record_it_writes_and_asks_nothing() {
+    let mut world = World::new();
+    let env = env(&[]);
+    // Another process of this host takes the lock first and is running.
+    let mut leader = new_check(&env, 200, T0);
+    // Run the leader up to its first request: it holds the lock then.
+    let mut now = T0;
+    loop {
+        let action = leader.poll(now);
+        if matches!(action, CheckAction::Send { .. }) {
+            break;
+        }
+        if let Some(fact) = perform(&mut world, &action, now) {
+            leader.on_fact(now, fact).unwrap();
+        }
+        if let CheckAction::Wait { until_ms } = action {
+            now = until_ms;
+        }
+    }
+    world.running.insert(200);
+    assert!(world.files.keys().any(|f| f.ends_with(".lock")));
+    // The leader's record, made by a whole run in a copy of the world.
+    let mut other = World::new();
+    let record_run = run(&mut other, &mut new_check(&env, 300, T0), T0, |_, _| {});
+    let record = other
+        .files
+        .iter()
+        .find(|(f, _)| f.starts_with("/rt/k8s"))
+        .map(|(f, v)| (f.clone(), v.clone()))
+        .unwrap();
+    let key = other
+        .files
+        .iter()
+        .find(|(f, _)| f.contains("runner-key"))
+        .map(|(f, v)| (f.clone(), v.clone()))
+        .unwrap();
+    world.files.insert(key.0, key.1);
+    let written_at = record_run.done_at + 400;
+    let mut follower = new_check(&env, 201, T0 + 5);
+    let trace = run(&mut world, &mut follower, T0 + 5, |w, at| {
+        if at >= written_at && !w.files.contains_key(&record.0) {
+            w.files.insert(record.0.clone(), (record.1 .0.clone(), at));
+        }
+    });
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert_eq!(trace.requests, 0, "the follower asked nothing");
+    assert!(trace.count(|a| matches!(a, CheckAction::ProbeProcess { pid: 200 })) >= 1);
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::RemoveFile { .. })),
+        0,
+        "a live holder's lock is left alone"
+    );
+}
+
+#[test]
+fn a_dead_holders_lock_is_removed_and_taken_over() {
+    let mut world = World::new();
+    world.files.insert("/rt/x".into(), (vec![], T0)); // the folder exists
+    let env = env(&[]);
+    let mut probe = new_check(&env, 1, T0);
+    let lock = format!("{}.lock", probe.record_file().unwrap());
+    let _ = probe.poll(T0);
+    world.files.insert(
+        lock.clone(),
+        (b"77 runner-1 0123456789abcdef\n".to_vec(), T0 - 1_000),
+    );
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert!(trace
+        .actions
+        .contains(&CheckAction::ProbeProcess { pid: 77 }));
+    assert!(trace
+        .actions
+        .contains(&CheckAction::RemoveFile { file: lock.clone() }));
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::CreateLock { .. })),
+        2
+    );
+    assert!(!world.files.contains_key(&lock), "released at the end");
+}
+
+#[test]
+fn a_lock_that_keeps_vanishing_counts_as_held_after_three_tries() {
+    let mut world = World::new();
+    world.vanishing_lock = 3;
+    let env = env(&[]);
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    // Three failed links, a look after each, then a wait, then the lock.
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::InspectLock { .. })),
+        3 + 1
+    );
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::CreateLock { .. })),
+        4
+    );
+    let first_wait = trace
+        .actions
+        .iter()
+        .position(|a| matches!(a, CheckAction::Wait { until_ms } if *until_ms > T0));
+    let third_look = trace
+        .actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, CheckAction::InspectLock { .. }))
+        .nth(2)
+        .unwrap()
+        .0;
+    assert!(
+        first_wait.unwrap() > third_look,
+        "waited a look only after the third try"
+    );
+}
+
+#[test]
+fn a_lock_that_is_no_longer_ours_is_not_removed() {
+    let mut world = World::new();
+    world.steal_lock_at_release = true;
+    let env = env(&[]);
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::RemoveFile { .. })),
+        0
+    );
+    assert!(
+        world.files.keys().any(|f| f.ends_with(".lock")),
+        "the other process's lock stays"
+    );
+}
+
+#[test]
+fn single_flight_off_means_no_lock_and_one_read() {
+    let mut world = World::new();
+    let env = env(&[("ACTIONS_RUNNER_PREFLIGHT_SINGLE_FLIGHT", "off")]);
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert_eq!(trace.count(is_lock_action), 0);
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::ReadRecord { .. })),
+        1
+    );
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::WriteRecord { .. })),
+        1
+    );
+}
+
+#[test]
+fn without_a_folder_no_file_is_touched_and_one_warning_says_why() {
+    let mut world = World::new();
+    let mut env = env(&[]);
+    env.retain(|(k, _)| *k != "RUNNER_TEMP");
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert!(world.files.is_empty());
+    assert_eq!(
+        trace.warnings(),
+        vec!["RUNNER_TEMP is not set: the verdict will not be cached for later steps"]
+    );
+    assert_eq!(
+        trace.count(|a| !matches!(
+            a,
+            CheckAction::Send { .. }
+                | CheckAction::Log { .. }
+                | CheckAction::Wait { .. }
+                | CheckAction::Done { .. }
+        )),
+        0
+    );
+}
+
+#[test]
+fn warnings_come_in_the_order_a_person_reads_them() {
+    let mut world = World::new();
+    // A folder where the record should be, and a bad setting.
+    let env = env(&[("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "lots")]);
+    let mut check = new_check(&env, 100, T0);
+    let file = check.record_file().unwrap().to_string();
+    // Reads as a folder: the shim reports what it opened is not a file.
+    let mut now = T0;
+    let mut logs = Vec::new();
+    for _ in 0..10_000 {
+        let action = check.poll(now);
+        match &action {
+            CheckAction::Done { .. } => break,
+            CheckAction::Log { level, message } => logs.push((*level, message.clone())),
+            CheckAction::ReadRecord { file: f, .. } if *f == file => {
+                check
+                    .on_fact(now, Fact::Record(RecordRead::NotAFile))
+                    .unwrap();
+            }
+            CheckAction::Send {
+                probe,
+                attempt,
+                request,
+                ..
+            } => {
+                let result = answer(&world, request, now);
+                check
+                    .on_fact(
+                        now,
+                        Fact::Response {
+                            probe: *probe,
+                            attempt: *attempt,
+                            result,
+                        },
+                    )
+                    .unwrap();
+            }
+            CheckAction::Wait { until_ms } => now = now.max(*until_ms),
+            other => {
+                let fact = perform(&mut world, other, now).unwrap();
+                check.on_fact(now, fact).unwrap();
+            }
+        }
+    }
+    let warnings: Vec<&str> = logs
+        .iter()
+        .filter(|(l, _)| *l == Level::Warning)
+        .map(|(_, m)| m.as_str())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(
+        warnings[0],
+        format!("cache path {file} is not a regular file; ignoring it")
+    );
+    assert!(
+        warnings[1].contains("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS"),
+        "{}",
+        warnings[1]
+    );
+}
+
+#[test]
+fn an_unwritable_folder_is_a_warning_not_a_failure() {
+    let mut world = World::new();
+    world.folders.remove("/rt");
+    let env = env(&[]);
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert_eq!(
+        trace.warnings(),
+        vec![
+            "could not cache the permission verdict in /rt (ENOENT); later steps will check again"
+        ]
+    );
+}
+
+#[test]
+fn an_outage_ends_inconclusive_through_the_same_machine() {
+    let mut world = World::new();
+    world.api = Api::RefuseUntil(u64::MAX);
+    let env = env(&[("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "3000")]);
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Inconclusive);
+    assert!(
+        trace.outcome.message.contains("NOT"),
+        "{}",
+        trace.outcome.message
+    );
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::WriteRecord { .. })),
+        0
+    );
+    assert!(
+        !world.files.keys().any(|f| f.ends_with(".lock")),
+        "lock released"
+    );
+}
+
+#[test]
+fn a_fact_nobody_asked_for_is_refused_by_name() {
+    let env = env(&[]);
+    let mut check = new_check(&env, 100, T0);
+    assert_eq!(
+        check.on_fact(T0, Fact::Written { code: None }),
+        Err(FactError::Unexpected("written"))
+    );
+    // Still usable: the reads come next.
+    assert!(matches!(check.poll(T0), CheckAction::ReadKeyFile { .. }));
+}
