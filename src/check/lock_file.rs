@@ -168,7 +168,7 @@ mod tests {
         let a = content(&me, &mut random);
         let b = content(&me, &mut random);
         assert_ne!(a, b, "each lock has its own nonce");
-        assert!(a.starts_with("4242 runner-7 ") && a.ends_with('\n') && a.len() == 32);
+        assert!(a.starts_with("4242 runner-7 ") && a.ends_with('\n') && a.len() == 31);
         assert_eq!(
             look(&file(&a, NOW - 10), "runner-7", NOW),
             Look::AskProcess {
