@@ -1,11 +1,12 @@
 'use strict';
-// Reading, writing and deleting the cache record file. Only file mechanics
-// live here: whether a record is usable is the core's decision.
+// Reading, writing and deleting the cache record file, reported as plain
+// facts. Whether a record is usable, and what a failed read or write
+// means, are the core's decisions (src/check/record_file.rs).
 //
 // The folder ($RUNNER_TEMP) is on the work volume that job containers mount,
 // so the file may be anything: a symlink, a FIFO, a directory, 100 MB of junk.
 // - reads open with O_NOFOLLOW | O_NONBLOCK, check that it is a regular file,
-//   and read at most `limit` bytes; anything odd is a miss with a warning.
+//   and read at most `limit + 1` bytes.
 // - writes go to a fresh temp file (O_EXCL | O_NOFOLLOW, mode 0600) in the
 //   same folder, then rename() over the path: atomic, and a symlink at the
 //   path is replaced, never followed.
@@ -15,23 +16,22 @@ const path = require('node:path');
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 
-/** Returns { bytes: Buffer|null, warning: string|null }. */
+const codeOf = (e) => e.code || e.message;
+
+/**
+ * What reading `file` gave: `{type: 'recordBytes', bytes}` (at most
+ * `limit + 1` of them), `{type: 'recordOpenFailed', code}`,
+ * `{type: 'recordNotAFile'}` or `{type: 'recordReadFailed', code}`.
+ */
 function readRecord(file, limit) {
   let fd;
   try {
     fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (e) {
-    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return { bytes: null, warning: null };
-    if (e.code === 'ELOOP' || e.code === 'EMLINK') {
-      return { bytes: null, warning: `cache path ${file} is a symbolic link; ignoring it` };
-    }
-    return { bytes: null, warning: `cannot open cache file ${file}: ${e.code || e.message}` };
+    return { type: 'recordOpenFailed', code: codeOf(e) };
   }
   try {
-    const stat = fs.fstatSync(fd);
-    if (!stat.isFile()) {
-      return { bytes: null, warning: `cache path ${file} is not a regular file; ignoring it` };
-    }
+    if (!fs.fstatSync(fd).isFile()) return { type: 'recordNotAFile' };
     const buffer = Buffer.alloc(limit + 1);
     let length = 0;
     while (length < buffer.length) {
@@ -39,9 +39,9 @@ function readRecord(file, limit) {
       if (n === 0) break;
       length += n;
     }
-    return { bytes: buffer.subarray(0, length), warning: null };
+    return { type: 'recordBytes', bytes: buffer.subarray(0, length) };
   } catch (e) {
-    return { bytes: null, warning: `cannot read cache file ${file}: ${e.code || e.message}` };
+    return { type: 'recordReadFailed', code: codeOf(e) };
   } finally {
     fs.closeSync(fd);
   }
@@ -50,8 +50,8 @@ function readRecord(file, limit) {
 /**
  * Writes `text` to a fresh temp file next to `file` (O_EXCL | O_NOFOLLOW,
  * mode 0600; fsynced when `sync`) and returns its path. On failure it
- * throws and leaves nothing behind. The record (renamed over its path) and
- * the lock file (hard-linked to its path) are both made this way.
+ * throws and leaves nothing behind. The record (renamed over its path), the
+ * lock file and the runner key file (hard-linked to theirs) are made this way.
  */
 function writeTempFile(file, text, { sync }) {
   // Required here, not at the top: loading node:crypto costs about 3 ms,
@@ -74,16 +74,31 @@ function writeTempFile(file, text, { sync }) {
   return temp;
 }
 
-/** Writes atomically; returns a warning string on failure, else null. */
+/** Writes the record atomically: `{type: 'written', code}`, `code` null when it worked. */
 function writeRecord(file, text) {
   let temp = null;
   try {
     temp = writeTempFile(file, text, { sync: true });
     fs.renameSync(temp, file);
-    return null;
+    return { type: 'written', code: null };
   } catch (e) {
     if (temp) unlinkQuietly(temp);
-    return `could not cache the permission verdict in ${path.dirname(file)} (${e.code || e.message}); later steps will check again`;
+    return { type: 'written', code: codeOf(e) };
+  }
+}
+
+/** Deletes the record: `{type: 'deleted', code}`, `code` null when it worked. */
+function deleteRecord(file) {
+  return { type: 'deleted', code: unlink(file) };
+}
+
+/** Unlinks `file`: null, or the error code. */
+function unlink(file) {
+  try {
+    fs.unlinkSync(file);
+    return null;
+  } catch (e) {
+    return codeOf(e);
   }
 }
 
@@ -95,25 +110,9 @@ function closeQuietly(fd) {
   }
 }
 
-/** Removes `file`; true when it is gone (or never was). */
+/** Removes a temp file of ours; a failure has nobody to tell. */
 function unlinkQuietly(file) {
-  try {
-    fs.unlinkSync(file);
-    return true;
-  } catch (e) {
-    return e.code === 'ENOENT';
-  }
+  unlink(file);
 }
 
-/** Deletes the record (a denial invalidates it); returns a warning or null. */
-function deleteRecord(file) {
-  try {
-    fs.unlinkSync(file);
-    return null;
-  } catch (e) {
-    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
-    return `could not delete the stale cached verdict ${file}: ${e.code || e.message}`;
-  }
-}
-
-module.exports = { readRecord, writeRecord, deleteRecord, writeTempFile, unlinkQuietly };
+module.exports = { readRecord, writeRecord, deleteRecord, writeTempFile, unlink, unlinkQuietly };

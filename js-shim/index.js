@@ -1,17 +1,17 @@
 'use strict';
-// k8s-auth-preflight: the JavaScript side. It finds the credential, reads and
-// writes the cache file, makes the HTTP calls through the host's
-// @kubernetes/client-node, and drives the policy core (Rust, compiled to
-// WebAssembly) that decides everything else.
+// k8s-auth-preflight: the JavaScript side. It finds the credential, makes
+// one check machine of the policy core (Rust, compiled to WebAssembly) per
+// check, and runs it with the executor (execute.js): the core asks for every
+// file read and write, lock step, request and log line; the shim does them
+// (file-actions.js, the HTTP calls through the host's
+// @kubernetes/client-node) and reports plain facts.
 
 const fs = require('node:fs');
-const path = require('node:path');
+const os = require('node:os');
 
 const core = require('../pkg/k8s_auth_preflight.js');
-const { drive, takeTurn } = require('./drive');
-const { readRecord, writeRecord, deleteRecord } = require('./cache-file');
-const { acquireLock, removeLock, releaseLock } = require('./lock-file');
-const { readKeyFile, createKeyFile } = require('./key-file');
+const { execute } = require('./execute');
+const { performFileAction } = require('./file-actions');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
 const {
@@ -65,57 +65,7 @@ function createAuthPreflight(options) {
   let api = authorizationApi || null;
   let last = null;
 
-  /**
-   * This process's turn at the job's lock file, as the core's SingleFlight
-   * runs it. Returns `{ decided }` (a machine that the record another
-   * process wrote answers), or `{ lock, budgetMs, warning }`.
-   */
-  async function takeTurnAtLock(file, env, clock, reread) {
-    const lockFile = `${file}.lock`;
-    // The turn's own time runs on a monotonic clock from the wall time it
-    // starts at: a wall clock stepped back (NTP, a VM restore) must not
-    // freeze it and stretch the wait. Lock ages are wall-clock (file times).
-    const wallStart = clock();
-    const monotonicStart = performance.now();
-    const turnClock = () => wallStart + (performance.now() - monotonicStart);
-    const flight = new core.SingleFlight(env, turnClock());
-    let lock = null;
-    let decided = null;
-    try {
-      const turn = await takeTurn(
-        flight,
-        {
-          acquire: () => {
-            const attempt = acquireLock(lockFile, clock());
-            if (attempt.type === 'acquired') lock = attempt.lock;
-            return attempt;
-          },
-          removeStale: () => removeLock(lockFile),
-          reread: () => {
-            const machine = reread();
-            if (machine.isDecided()) {
-              decided = machine;
-              return true;
-            }
-            machine.free();
-            return false;
-          },
-        },
-        { clock: turnClock },
-      );
-      if (turn.type === 'useRecord') return { decided };
-      return { lock: turn.type === 'lead' ? lock : null, budgetMs: turn.budgetMs, warning: turn.warning };
-    } catch (e) {
-      if (lock) releaseLock(lock);
-      if (decided) decided.free();
-      throw e;
-    } finally {
-      flight.free();
-    }
-  }
-
   async function isAuthPermissionsOK() {
-    const env = environment(options);
     const clock = steadyClock(options.now || Date.now);
     const logger = completeLogger(options.logger);
     const credential = readCredential(kubeConfig, logger);
@@ -123,80 +73,41 @@ function createAuthPreflight(options) {
     const describeError = errorDescriber(credential, credentialSource(kubeConfig));
     // Nor does anything the server sent (a body may echo the header).
     const redactText = textRedactor(credential);
-    const { file, warning: folderWarning } = cacheFile(options, env, requiredPermissions, namespace, credential);
-    if (folderWarning) logger.warning(folderWarning);
-    const keyFile = file ? runnerKey(env) : undefined;
-    // Warnings about the file are printed for the first read only; a process
-    // waiting for another's record reads it again and again.
-    const readCached = (warn) => {
-      if (!file) return null;
-      const read = readRecord(file, core.maxRecordBytes());
-      if (read.warning && warn) logger.warning(read.warning);
-      return read.bytes;
-    };
-    const newMachine = (record) =>
-      new core.Preflight(env, requiredPermissions, namespace, credential, record, clock(), keyFile);
-    let machine = newMachine(readCached(true));
-    let lock = null;
+    const cacheDir = typeof options.cacheDir === 'string' ? options.cacheDir : null;
+    const check = new core.Check(
+      environment(options),
+      requiredPermissions,
+      namespace,
+      credential,
+      cacheDir,
+      { pid: process.pid, host: os.hostname() },
+      clock(),
+    );
+    // The client is made on the first request: a cached verdict never pays
+    // for loading @kubernetes/client-node.
+    const client = () => api || (api = makeAuthorizationApi(kubeConfig));
     let outcome;
     try {
-      if (file && !machine.isDecided()) {
-        const turn = await takeTurnAtLock(file, env, clock, () => newMachine(readCached(false)));
-        lock = turn.lock || null;
-        // Start from the record as it is now, whatever the turn was: another
-        // process may have written it since the first read (then this
-        // machine answers from it, and the lock goes at once), or left a
-        // grace record to fall back on.
-        const next = turn.decided || newMachine(readCached(false));
-        machine.free();
-        machine = next;
-        if (!turn.decided) {
-          if (turn.warning) logger.warning(turn.warning);
-          machine.limitBudget(turn.budgetMs);
-        }
-      }
-      // The client is made on the first request: a cached verdict never pays
-      // for loading @kubernetes/client-node.
-      const client = () => api || (api = makeAuthorizationApi(kubeConfig));
-      const driven = machine;
-      machine = null; // drive's caller frees it, below, exactly once
-      try {
-        outcome = await drive(driven, (action, signal) => review(client(), action, signal, redactText), {
-          clock,
-          logger,
-          observer: options.observer,
-          describeError,
-        });
-      } finally {
-        driven.free();
-      }
-      last = outcome;
-      for (const warning of outcome.warnings) logger.warning(warning);
-      if (file && outcome.record) {
-        const warning = writeRecord(file, outcome.record);
-        if (warning) logger.warning(warning);
-      }
-      if (file && outcome.deleteRecord) {
-        const warning = deleteRecord(file);
-        if (warning) logger.warning(warning);
-      }
+      outcome = await execute(
+        check,
+        {
+          send: (action, signal) => review(client(), action, signal, redactText),
+          file: performFileAction,
+        },
+        { clock, logger, observer: options.observer, describeError },
+      );
     } finally {
-      // A turn at the lock that threw leaves the first machine to free.
-      if (machine) machine.free();
-      // After the record is written: a waiting process looks at the record
-      // before it tries for the lock again.
-      if (lock) releaseLock(lock);
+      check.free();
     }
+    last = outcome;
     switch (outcome.verdict) {
       case 'allowed':
-        if (outcome.source === 'reviews' && outcome.lastError) logger.info(outcome.message);
         return true;
       case 'denied':
-        logger.error(outcome.message);
         return false;
       case 'inconclusive':
         // The core says whether the step goes on anyway (a setting); its
-        // warning, printed above, says so.
+        // warning said so.
         if (outcome.proceed) return true;
         throw new PreflightInconclusiveError(outcome);
       default:
@@ -284,18 +195,6 @@ function environment(options) {
 }
 
 /**
- * The cache file, as the core names it and places it: `{ file, warning }`,
- * `file` null when there is none (caching off, no credential, or no folder:
- * then `warning` may say why).
- */
-function cacheFile(options, env, permissions, namespace, credential) {
-  const name = core.cacheFileName(env, permissions, namespace, credential);
-  if (!name) return { file: null, warning: null };
-  const { folder, warning } = core.cacheFolder(env, options.cacheDir);
-  return { file: folder ? path.join(folder, name) : null, warning };
-}
-
-/**
  * Where the kubeconfig's current user's token comes from, in words for an
  * error message (`the token file <path>`, `the kubeconfig's inline token`);
  * null for other credentials or none.
@@ -312,21 +211,6 @@ function credentialSource(kubeConfig) {
   const config = (user.authProvider && user.authProvider.config) || {};
   const tokenFile = config.tokenFile || config['token-file'];
   return typeof tokenFile === 'string' && tokenFile ? `the token file ${tokenFile}` : null;
-}
-
-/**
- * The runner key file's report for the core: read where the core says it
- * is; created (then read again) when the core hands over a new one's text.
- */
-function runnerKey(env) {
-  const at = core.runnerKeyFile(env);
-  if (!at.file) return { type: 'none', processUid: null };
-  const limit = core.runnerKeyMaxBytes();
-  const facts = readKeyFile(at.file, limit);
-  const text = core.runnerKeyToCreate(facts);
-  if (typeof text !== 'string') return facts;
-  const createError = createKeyFile(at, text);
-  return { ...readKeyFile(at.file, limit), createError };
 }
 
 /**
@@ -380,16 +264,19 @@ async function retryK8sApiCall(fn, options = {}) {
   let lastError;
   let outcome;
   try {
-    outcome = await drive(
+    outcome = await execute(
       machine,
-      async (_action, signal) => {
-        try {
-          value = await fn(signal);
-          return { type: 'succeeded' };
-        } catch (e) {
-          lastError = e;
-          throw e;
-        }
+      {
+        send: async (_action, signal) => {
+          try {
+            value = await fn(signal);
+            return { type: 'succeeded' };
+          } catch (e) {
+            lastError = e;
+            throw e;
+          }
+        },
+        file: performFileAction,
       },
       { clock, logger, observer: options.observer },
     );

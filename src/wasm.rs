@@ -12,6 +12,7 @@ use std::time::Duration;
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
+use crate::check::{Check, CheckAction, CheckInput, Fact, FactError};
 use crate::classify::classify as classify_facts;
 use crate::config::{EnvValue, Settings, PREFIX};
 use crate::preflight::{self, Preflight as Machine, ResultError, SetupError};
@@ -116,10 +117,105 @@ impl WasmPreflight {
         Ok(())
     }
 
+    /// `step(nowMs, facts)`: reports `facts` (`{type: 'response', probe,
+    /// attempt, result}`), then returns the actions up to and including the
+    /// next `wait` or `done` (see `Check.step`).
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        let now = time(now_ms)?;
+        for fact in read(facts, "facts", convert::facts)? {
+            match fact {
+                Fact::Response {
+                    probe,
+                    attempt,
+                    result,
+                } => {
+                    self.machine
+                        .on_result(probe, attempt, now, result)
+                        .map_err(result_error)?;
+                }
+                other => return Err(fact_error(FactError::Unexpected(other.name()))),
+            }
+        }
+        Ok(steps(|| CheckAction::from(self.machine.poll(now))))
+    }
+
     /// How many reviews this check runs.
     #[wasm_bindgen(js_name = probeCount)]
     pub fn probe_count(&self) -> u32 {
         self.machine.probe_count() as u32
+    }
+}
+
+/// One check of one hook step, from the first file read to the last line
+/// printed (see `src/check/`).
+#[wasm_bindgen(js_name = Check)]
+pub struct WasmCheck {
+    check: Check,
+}
+
+#[wasm_bindgen(js_class = Check)]
+impl WasmCheck {
+    /// `new Check(env, permissions, namespace, credential, cacheDir, process, nowMs)`:
+    /// `credential` a string, a Uint8Array or null; `cacheDir` a string or
+    /// null; `process` `{pid, host}`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        env: &JsValue,
+        permissions: JsValue,
+        namespace: &str,
+        credential: &JsValue,
+        cache_dir: &JsValue,
+        process: &JsValue,
+        now_ms: f64,
+    ) -> Result<WasmCheck, JsValue> {
+        let env = env_pairs(env);
+        let env = values(&env);
+        let permissions = read(&permissions, "permissions", convert::permission_specs)?;
+        let credential = bytes(credential);
+        let cache_dir = cache_dir.as_string();
+        let process = read(process, "process", convert::process_facts)?;
+        let input = CheckInput {
+            env: &env,
+            permissions: &permissions,
+            namespace,
+            credential: credential.as_deref(),
+            cache_dir: cache_dir.as_deref(),
+            process,
+        };
+        let check = Check::new(input, time(now_ms)?).map_err(setup_error)?;
+        Ok(WasmCheck { check })
+    }
+
+    /// `step(nowMs, facts)`: reports `facts` (the results of earlier
+    /// actions, in any order), then returns the actions up to and including
+    /// the next `wait` or `done`. Do the file and log actions at once, in
+    /// order; their facts go into the next step, made at once. Requests
+    /// report whenever they settle.
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        let now = time(now_ms)?;
+        for fact in read(facts, "facts", convert::facts)? {
+            self.check.on_fact(now, fact).map_err(fact_error)?;
+        }
+        Ok(steps(|| self.check.poll(now)))
+    }
+}
+
+/// Polls until `wait` or `done`, which ends the list.
+fn steps(mut poll: impl FnMut() -> CheckAction) -> js_sys::Array {
+    let actions = js_sys::Array::new();
+    loop {
+        let action = poll();
+        actions.push(&convert::check_action(&action));
+        if matches!(action, CheckAction::Wait { .. } | CheckAction::Done { .. }) {
+            return actions;
+        }
+    }
+}
+
+fn fact_error(e: FactError) -> JsValue {
+    match e {
+        FactError::Result(e) => result_error(e),
+        other => error("PREFLIGHT_BAD_FACT", &other.to_string()),
     }
 }
 
@@ -266,7 +362,7 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         let Some(key) = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string()) else {
             continue;
         };
-        if !key.starts_with(PREFIX) && key != "HOME" {
+        if !key.starts_with(PREFIX) && key != "HOME" && key != crate::cache_folder::RUNNER_TEMP {
             continue;
         }
         let value = Reflect::get_u32(&entry, 1).unwrap_or(JsValue::UNDEFINED);

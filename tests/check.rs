@@ -744,3 +744,36 @@ fn a_fact_nobody_asked_for_is_refused_by_name() {
     // Still usable: the reads come next.
     assert!(matches!(check.poll(T0), CheckAction::ReadKeyFile { .. }));
 }
+
+#[test]
+fn a_warm_step_ends_in_the_poll_that_takes_its_reads() {
+    // One round trip for the reads, then done: no wait in between (each
+    // wait is one more crossing of the boundary).
+    let mut world = World::new();
+    let env = env(&[]);
+    let first = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    let now = first.done_at + 1_000;
+    let mut check = new_check(&env, 101, now);
+    let mut facts = Vec::new();
+    loop {
+        match check.poll(now) {
+            CheckAction::Wait { .. } => break,
+            CheckAction::Log { .. } => {}
+            action => facts.push(perform(&mut world, &action, now).unwrap()),
+        }
+    }
+    assert_eq!(facts.len(), 2);
+    for fact in facts {
+        check.on_fact(now, fact).unwrap();
+    }
+    loop {
+        match check.poll(now) {
+            CheckAction::Log { .. } => {}
+            CheckAction::Done { outcome } => {
+                assert_eq!(outcome.source, Some(Source::Cache));
+                break;
+            }
+            other => panic!("expected done, got {other:?}"),
+        }
+    }
+}

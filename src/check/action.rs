@@ -231,3 +231,51 @@ pub enum Fact {
         result: ProbeResult,
     },
 }
+
+impl From<crate::preflight::Action> for CheckAction {
+    /// The request machine's action as the check's (a generic call is
+    /// driven the same way).
+    fn from(action: crate::preflight::Action) -> CheckAction {
+        use crate::preflight::Action;
+        match action {
+            Action::Send {
+                probe,
+                attempt,
+                request,
+                timeout_ms,
+            } => CheckAction::Send {
+                probe,
+                attempt,
+                request,
+                timeout_ms,
+            },
+            Action::Warn { message } => CheckAction::Log {
+                level: Level::Warning,
+                message,
+            },
+            Action::Debug { message } => CheckAction::Log {
+                level: Level::Debug,
+                message,
+            },
+            Action::Wait { until_ms } => CheckAction::Wait { until_ms },
+            Action::Done { outcome } => CheckAction::Done { outcome },
+        }
+    }
+}
+
+impl Fact {
+    /// The fact's name, as the shim spells its `type` (for messages).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fact::KeyFile(_) => "keyFile",
+            Fact::Record(_) => "record",
+            Fact::LockCreated(_) => "lockCreated",
+            Fact::LockSeen(_) => "lockSeen",
+            Fact::Process { .. } => "process",
+            Fact::Removed { .. } => "removed",
+            Fact::Written { .. } => "written",
+            Fact::Deleted { .. } => "deleted",
+            Fact::Response { .. } => "response",
+        }
+    }
+}

@@ -76,6 +76,7 @@ impl Finishing {
     }
 
     /// Puts the next action onto `out`; the outcome once all is done.
+    /// Neither (and nothing put) while a fact is owed.
     pub(super) fn poll(&mut self, out: &mut VecDeque<CheckAction>) -> Option<Outcome> {
         if let Some(action) = self.queued.take() {
             out.push_back(action);
@@ -85,40 +86,43 @@ impl Finishing {
             return None;
         }
         let file = self.record_file.clone().unwrap_or_default();
-        match self.steps.pop_front() {
-            Some(Step::Write) => {
-                self.awaiting = Await::Written;
-                out.push_back(CheckAction::WriteRecord {
-                    file,
-                    text: self.outcome.record.clone().unwrap_or_default(),
-                });
-            }
-            Some(Step::Delete) => {
-                self.awaiting = Await::Deleted;
-                out.push_back(CheckAction::DeleteRecord { file });
-            }
-            Some(Step::Release) => {
-                self.awaiting = Await::LockSeen;
-                out.push_back(CheckAction::InspectLock {
-                    file: self
-                        .lock
-                        .as_ref()
-                        .map(|l| l.file.clone())
-                        .unwrap_or_default(),
-                    limit: MAX_LOCK_BYTES,
-                });
-            }
-            Some(Step::VerdictLine) => {
-                if let Some(level) = verdict_level(&self.outcome) {
-                    out.push_back(CheckAction::Log {
-                        level,
-                        message: self.outcome.message.clone(),
+        loop {
+            match self.steps.pop_front() {
+                Some(Step::Write) => {
+                    self.awaiting = Await::Written;
+                    out.push_back(CheckAction::WriteRecord {
+                        file,
+                        text: self.outcome.record.clone().unwrap_or_default(),
                     });
                 }
+                Some(Step::Delete) => {
+                    self.awaiting = Await::Deleted;
+                    out.push_back(CheckAction::DeleteRecord { file });
+                }
+                Some(Step::Release) => {
+                    self.awaiting = Await::LockSeen;
+                    out.push_back(CheckAction::InspectLock {
+                        file: self
+                            .lock
+                            .as_ref()
+                            .map(|l| l.file.clone())
+                            .unwrap_or_default(),
+                        limit: MAX_LOCK_BYTES,
+                    });
+                }
+                Some(Step::VerdictLine) => {
+                    if let Some(level) = verdict_level(&self.outcome) {
+                        out.push_back(CheckAction::Log {
+                            level,
+                            message: self.outcome.message.clone(),
+                        });
+                    }
+                    continue;
+                }
+                None => return Some(self.outcome.clone()),
             }
-            None => return Some(self.outcome.clone()),
+            return None;
         }
-        None
     }
 
     /// Takes the fact the last action owed; returns a line to print, if any.
@@ -146,7 +150,7 @@ impl Finishing {
                 None
             }
             (Await::Removed, Fact::Removed { .. }) => None,
-            (_, fact) => return Err(FactError::Unexpected(super::fact_name(&fact))),
+            (_, fact) => return Err(FactError::Unexpected(fact.name())),
         };
         self.awaiting = Await::Nothing;
         Ok(line)

@@ -57,7 +57,7 @@ use crate::config::{EnvValue, Settings};
 use crate::identity::Identity;
 use crate::permission::{self, PermissionSpec};
 use crate::preflight::{
-    check_namespace, home_of, identity_for, Action, Outcome, Preflight, ResultError, SetupError,
+    check_namespace, home_of, identity_for, Outcome, Preflight, ResultError, SetupError,
     NO_CREDENTIAL_WARNING,
 };
 use crate::random::RandomSource;
@@ -234,34 +234,8 @@ impl Check {
                     turn::Polled::Wait(until_ms) => return CheckAction::Wait { until_ms },
                     turn::Polled::Over(end) => end,
                 },
-                Stage::Checking { inner, .. } => match inner.poll(now) {
-                    Action::Send {
-                        probe,
-                        attempt,
-                        request,
-                        timeout_ms,
-                    } => {
-                        return CheckAction::Send {
-                            probe,
-                            attempt,
-                            request,
-                            timeout_ms,
-                        }
-                    }
-                    Action::Warn { message } => {
-                        return CheckAction::Log {
-                            level: Level::Warning,
-                            message,
-                        }
-                    }
-                    Action::Debug { message } => {
-                        return CheckAction::Log {
-                            level: Level::Debug,
-                            message,
-                        }
-                    }
-                    Action::Wait { until_ms } => return CheckAction::Wait { until_ms },
-                    Action::Done { outcome } => {
+                Stage::Checking { inner, .. } => match CheckAction::from(inner.poll(now)) {
+                    CheckAction::Done { outcome } => {
                         let lock = match &mut self.stage {
                             Stage::Checking { lock, .. } => lock.take(),
                             _ => None,
@@ -271,6 +245,7 @@ impl Check {
                         self.stage = Stage::Finishing(Box::new(finishing));
                         continue;
                     }
+                    action => return action,
                 },
                 Stage::Finishing(finishing) => match finishing.poll(&mut self.out) {
                     Some(outcome) => {
@@ -334,7 +309,7 @@ impl Check {
                 }
                 Ok(())
             }
-            (_, fact) => Err(FactError::Unexpected(fact_name(&fact))),
+            (_, fact) => Err(FactError::Unexpected(fact.name())),
         }
     }
 
@@ -518,19 +493,5 @@ fn placeholder() -> Outcome {
         requests: 0,
         proven_by_rules: 0,
         elapsed_ms: 0,
-    }
-}
-
-fn fact_name(fact: &Fact) -> &'static str {
-    match fact {
-        Fact::KeyFile(_) => "keyFile",
-        Fact::Record(_) => "record",
-        Fact::LockCreated(_) => "lockCreated",
-        Fact::LockSeen(_) => "lockSeen",
-        Fact::Process { .. } => "process",
-        Fact::Removed { .. } => "removed",
-        Fact::Written { .. } => "written",
-        Fact::Deleted { .. } => "deleted",
-        Fact::Response { .. } => "response",
     }
 }

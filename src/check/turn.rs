@@ -226,7 +226,7 @@ impl Turn {
             }
             (awaiting, fact) => {
                 self.awaiting = awaiting;
-                return Err(FactError::Unexpected(super::fact_name(&fact)));
+                return Err(FactError::Unexpected(fact.name()));
             }
         }
         Ok(Reread::No)

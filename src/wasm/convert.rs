@@ -16,6 +16,7 @@
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
+use crate::check::{CheckAction, Fact, Level, LockCreated, LockSeen, ProcessFacts, RecordRead};
 use crate::classify::{Class, ErrorFacts};
 use crate::permission::{Permission, PermissionSpec};
 use crate::preflight::{
@@ -751,5 +752,239 @@ pub fn flight_action(a: &FlightAction) -> JsValue {
             ("budgetMs", number(*budget_ms)),
             ("warning", text_or_null(warning.as_deref())),
         ]),
+    }
+}
+
+// ---- the check machine -----------------------------------------------------
+
+/// `{pid, host}`: this process, as its lock names it.
+pub fn process_facts(v: &JsValue) -> Conv<ProcessFacts> {
+    let mut f = Fields::of(v)?;
+    let pid = match f.get("pid") {
+        Some(n) => f.take("pid", uid(&n)),
+        None => {
+            f.fail("pid", Bad::new("missing".into()));
+            0
+        }
+    };
+    let host = f.required_string("host");
+    f.done(ProcessFacts { pid, host })
+}
+
+/// An array of facts (see [`fact`]).
+pub fn facts(v: &JsValue) -> Conv<Vec<Fact>> {
+    list(v, fact)
+}
+
+/// One fact, tagged by `type`: `keyFile {report}`, `recordBytes {bytes}`,
+/// `recordOpenFailed {code}`, `recordNotAFile`, `recordReadFailed {code}`,
+/// `lockLinked`, `lockTempFailed {code}`, `lockLinkFailed {code}`,
+/// `lockStatFailed {code}`, `lockFound {isFile, mtimeMs, content}`,
+/// `process {code}`, `removed {code}`, `written {code}`, `deleted {code}`
+/// (`code` null: it worked), or `response {probe, attempt, result}`.
+fn fact(v: &JsValue) -> Conv<Fact> {
+    let mut f = Fields::of(v)?;
+    let kind = f.required_string("type");
+    f.check()?;
+    let fact = match kind.as_str() {
+        "keyFile" => {
+            let report = match f.get("report") {
+                Some(r) => key_file_report(&r).map_err(|e| e.at("report"))?,
+                None => return Err(Bad::new("missing".into()).at("report")),
+            };
+            Fact::KeyFile(report)
+        }
+        "recordBytes" => Fact::Record(RecordRead::Bytes(f.bytes("bytes"))),
+        "recordOpenFailed" => Fact::Record(RecordRead::OpenFailed {
+            code: f.required_string("code"),
+        }),
+        "recordNotAFile" => Fact::Record(RecordRead::NotAFile),
+        "recordReadFailed" => Fact::Record(RecordRead::ReadFailed {
+            code: f.required_string("code"),
+        }),
+        "lockLinked" => Fact::LockCreated(LockCreated::Linked),
+        "lockTempFailed" => Fact::LockCreated(LockCreated::TempFailed {
+            code: f.required_string("code"),
+        }),
+        "lockLinkFailed" => Fact::LockCreated(LockCreated::LinkFailed {
+            code: f.required_string("code"),
+        }),
+        "lockStatFailed" => Fact::LockSeen(LockSeen::StatFailed {
+            code: f.required_string("code"),
+        }),
+        "lockFound" => {
+            let is_file = f.required_flag("isFile");
+            let mtime_ms = match f.get("mtimeMs") {
+                Some(n) => f.take("mtimeMs", file_time(&n)),
+                None => {
+                    f.fail("mtimeMs", Bad::new("missing".into()));
+                    0
+                }
+            };
+            let content = match f.get_some("content") {
+                Some(_) => Some(f.bytes("content")),
+                None => None,
+            };
+            Fact::LockSeen(LockSeen::Found {
+                is_file,
+                mtime_ms,
+                content,
+            })
+        }
+        "process" => Fact::Process {
+            code: f.optional_string("code"),
+        },
+        "removed" => Fact::Removed {
+            code: f.optional_string("code"),
+        },
+        "written" => Fact::Written {
+            code: f.optional_string("code"),
+        },
+        "deleted" => Fact::Deleted {
+            code: f.optional_string("code"),
+        },
+        "response" => {
+            let probe = match f.get("probe") {
+                Some(n) => f.take("probe", uid(&n)),
+                None => 0,
+            };
+            let attempt = match f.get("attempt") {
+                Some(n) => f.take("attempt", uid(&n)),
+                None => 0,
+            };
+            f.check()?;
+            let result = match f.get("result") {
+                Some(r) => probe_result(&r).map_err(|e| e.at("result"))?,
+                None => return Err(Bad::new("missing".into()).at("result")),
+            };
+            Fact::Response {
+                probe: probe as usize,
+                attempt,
+                result,
+            }
+        }
+        other => {
+            return Err(Bad::new(format!("{} is not a fact", quoted(other))).at("type"));
+        }
+    };
+    f.done(fact)
+}
+
+/// A file time in epoch ms (`stat.mtimeMs`: fractional, and before 1970
+/// for a file whose time was set so): whole ms, at least 0.
+fn file_time(v: &JsValue) -> Conv<u64> {
+    let n = v
+        .as_f64()
+        .filter(|n| n.is_finite())
+        .ok_or_else(|| Bad::expected("a finite number", v))?;
+    Ok(n.clamp(0.0, 9_007_199_254_740_991.0) as u64)
+}
+
+impl Fields<'_> {
+    /// A Uint8Array; missing is empty.
+    fn bytes(&mut self, key: &str) -> Vec<u8> {
+        match self.get(key) {
+            Some(b) => match b.dyn_ref::<js_sys::Uint8Array>() {
+                Some(array) => array.to_vec(),
+                None => {
+                    self.fail(key, Bad::expected("a Uint8Array", &b));
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        }
+    }
+}
+
+/// One action of the check machine, tagged by `type` (see
+/// `src/check/action.rs`): `readKeyFile {file, limit}`, `createKeyFile
+/// {file, folder, text, limit}`, `readRecord {file, limit}`, `createLock
+/// {file, content}`, `inspectLock {file, limit}`, `probeProcess {pid}`,
+/// `removeFile {file}`, `writeRecord {file, text}`, `deleteRecord {file}`,
+/// `send {probe, attempt, request, timeoutMs}`, `log {level, message}`,
+/// `wait {untilMs}`, `done {outcome}`.
+pub fn check_action(a: &CheckAction) -> JsValue {
+    match a {
+        CheckAction::ReadKeyFile { file, limit } => object(&[
+            ("type", text("readKeyFile")),
+            ("file", text(file)),
+            ("limit", number(u64::from(*limit))),
+        ]),
+        CheckAction::CreateKeyFile {
+            file,
+            folder,
+            text: content,
+            limit,
+        } => object(&[
+            ("type", text("createKeyFile")),
+            ("file", text(file)),
+            ("folder", text_or_null(folder.as_deref())),
+            ("text", text(content)),
+            ("limit", number(u64::from(*limit))),
+        ]),
+        CheckAction::ReadRecord { file, limit } => object(&[
+            ("type", text("readRecord")),
+            ("file", text(file)),
+            ("limit", number(u64::from(*limit))),
+        ]),
+        CheckAction::CreateLock { file, content } => object(&[
+            ("type", text("createLock")),
+            ("file", text(file)),
+            ("content", text(content)),
+        ]),
+        CheckAction::InspectLock { file, limit } => object(&[
+            ("type", text("inspectLock")),
+            ("file", text(file)),
+            ("limit", number(u64::from(*limit))),
+        ]),
+        CheckAction::ProbeProcess { pid } => object(&[
+            ("type", text("probeProcess")),
+            ("pid", number(u64::from(*pid))),
+        ]),
+        CheckAction::RemoveFile { file } => {
+            object(&[("type", text("removeFile")), ("file", text(file))])
+        }
+        CheckAction::WriteRecord {
+            file,
+            text: content,
+        } => object(&[
+            ("type", text("writeRecord")),
+            ("file", text(file)),
+            ("text", text(content)),
+        ]),
+        CheckAction::DeleteRecord { file } => {
+            object(&[("type", text("deleteRecord")), ("file", text(file))])
+        }
+        CheckAction::Send {
+            probe,
+            attempt,
+            request: r,
+            timeout_ms,
+        } => object(&[
+            ("type", text("send")),
+            ("probe", number(*probe as u64)),
+            ("attempt", number(u64::from(*attempt))),
+            ("request", request(r)),
+            ("timeoutMs", number(*timeout_ms)),
+        ]),
+        CheckAction::Log { level, message } => object(&[
+            ("type", text("log")),
+            (
+                "level",
+                text(match level {
+                    Level::Debug => "debug",
+                    Level::Info => "info",
+                    Level::Warning => "warning",
+                    Level::Error => "error",
+                }),
+            ),
+            ("message", text(message)),
+        ]),
+        CheckAction::Wait { until_ms } => {
+            object(&[("type", text("wait")), ("untilMs", number(*until_ms))])
+        }
+        CheckAction::Done { outcome: o } => {
+            object(&[("type", text("done")), ("outcome", outcome(o))])
+        }
     }
 }

@@ -48,15 +48,19 @@ test('loading the package does not load node:crypto; writing a record does', { t
       const afterLoad = loaded();
       const main = load.resolve('k8s-auth-preflight');
       const { writeRecord } = require(path.join(path.dirname(main), 'cache-file.js'));
-      const warning = writeRecord(${JSON.stringify(path.join(dir, 'record.json'))}, '{}');
-      process.stdout.write(JSON.stringify({ afterLoad, afterWrite: loaded(), warning }));
+      const fact = writeRecord(${JSON.stringify(path.join(dir, 'record.json'))}, '{}');
+      process.stdout.write(JSON.stringify({ afterLoad, afterWrite: loaded(), fact }));
     `;
     // A script file, not -e: node -e loads node:crypto itself.
     const script = path.join(dir, 'child.js');
     fs.writeFileSync(script, child);
     const r = spawnSync(process.execPath, [script], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), { afterLoad: false, afterWrite: true, warning: null });
+    assert.deepEqual(JSON.parse(r.stdout), {
+      afterLoad: false,
+      afterWrite: true,
+      fact: { type: 'written', code: null },
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

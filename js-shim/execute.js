@@ -1,0 +1,124 @@
+'use strict';
+// The executor: the one loop of the shim. It hands the core's machine the
+// facts it owes, takes the actions the machine returns, and does them:
+// file actions at once (their facts go into the next step), logs to the
+// logger, requests started (each with an AbortController that really aborts
+// it at its timeout; its result is a fact whenever it settles), waits slept
+// until the machine's time or until a request settles. When the machine is
+// done, whatever is still in flight is aborted. It decides nothing.
+
+const { errorFacts } = require('./facts');
+
+// Without a credential to hide, facts are taken as they are.
+const plainFacts = (error, timedOut) => errorFacts(error, { timedOut });
+
+// setTimeout's own limit (a signed 32-bit count of ms); longer waits poll again.
+const MAX_TIMER_MS = 0x7fffffff;
+
+/**
+ * @param machine   a wasm `Check` (or `Preflight.forCall`): `step(nowMs, facts) -> actions`
+ * @param io.send   (action, signal) => Promise<result>, result as the core takes it
+ * @param io.file   (action) => fact, for every action that is not send, log, wait or done
+ * @param clock     () => epoch ms
+ * @param logger    { debug, info, warning, error }
+ * @param observer  optional (event) => void, for tests and the demo timeline
+ * @param describeError  optional (error, timedOut) => error facts; the
+ *                  default is errorFacts with nothing redacted
+ * @returns the outcome of the `done` action
+ */
+async function execute(machine, io, { clock, logger, observer, describeError = plainFacts }) {
+  const inFlight = new Set();
+  const settled = [];
+  let finished = false;
+  let wake = null;
+  // An observer is for tests and timelines: if it throws, the check goes on.
+  const observe = (event) => {
+    if (!observer) return;
+    try {
+      observer(event);
+    } catch {
+      // ignored on purpose
+    }
+  };
+
+  const start = (action) => {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, action.timeoutMs);
+    const entry = { controller, timer };
+    inFlight.add(entry);
+    const settle = (result) => {
+      clearTimeout(timer);
+      inFlight.delete(entry);
+      // After `done` the machine may already be freed; late results of
+      // aborted requests have nowhere to go.
+      if (finished) return;
+      observe({ type: 'result', atMs: clock(), probe: action.probe, attempt: action.attempt, result });
+      settled.push({ type: 'response', probe: action.probe, attempt: action.attempt, result });
+      if (wake) wake();
+    };
+    let promise;
+    try {
+      promise = Promise.resolve(io.send(action, controller.signal));
+    } catch (e) {
+      promise = Promise.reject(e);
+    }
+    promise.then(
+      (result) => settle(result),
+      (error) => settle({ type: 'failed', facts: describeError(error, timedOut) }),
+    );
+  };
+
+  try {
+    let facts = [];
+    for (;;) {
+      const actions = machine.step(clock(), facts);
+      facts = [];
+      let untilMs = null;
+      for (const action of actions) {
+        observe({ ...action, atMs: clock() });
+        switch (action.type) {
+          case 'send':
+            start(action);
+            break;
+          case 'log':
+            logger[action.level](action.message);
+            break;
+          case 'wait':
+            untilMs = action.untilMs;
+            break;
+          case 'done':
+            return action.outcome;
+          default:
+            facts.push(io.file(action));
+        }
+      }
+      if (facts.length === 0 && settled.length === 0) {
+        const delay = Math.min(MAX_TIMER_MS, Math.max(0, (untilMs === null ? clock() : untilMs) - clock()));
+        await new Promise((resolve) => {
+          const timer = setTimeout(() => {
+            wake = null;
+            resolve();
+          }, delay);
+          wake = () => {
+            wake = null;
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      facts.push(...settled.splice(0));
+    }
+  } finally {
+    finished = true;
+    for (const entry of inFlight) {
+      clearTimeout(entry.timer);
+      entry.controller.abort();
+    }
+  }
+}
+
+module.exports = { execute };
