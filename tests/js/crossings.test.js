@@ -108,6 +108,7 @@ test(`[${consumer.flavour}] a cold check crosses at most 6 times before its firs
   const before = crossings(log.slice(0, firstSend));
   assert.ok(before.length <= 6, `cold: ${before.length} crossings before the first request: ${before.map((e) => e.name).join(', ')}`);
   assert.equal(envCrossings(log).length, 1, 'the settings cross once per check');
+  t.diagnostic(`cold: ${before.length} crossings before the first request (${before.map((e) => e.name).join(', ')})`);
 
   log.length = 0;
   const warm = newCountedCheck(shim, ctx, cacheDir, log);
@@ -119,6 +120,14 @@ test(`[${consumer.flavour}] a cold check crosses at most 6 times before its firs
     `warm: ${all.length} crossings: ${all.map((e) => `${e.name} ${e.name.endsWith('step') ? JSON.stringify(e.args[1]).slice(0, 300) : ''}`).join('\n')}`,
   );
   assert.equal(envCrossings(log).length, 1, 'the settings cross once per check');
+  t.diagnostic(`warm: ${all.length} crossings in all`);
+
+  // A second cold check on the same runner (its key file exists now).
+  log.length = 0;
+  assert.equal(await newCountedCheck(shim, ctx, tempDir(t, 'preflight-crossings-2'), log).isAuthPermissionsOK(), true);
+  const again = crossings(log.slice(0, log.findIndex((e) => e.name === 'SEND')));
+  assert.ok(again.length <= 6, `cold again: ${again.length}`);
+  t.diagnostic(`cold with the runner key in place: ${again.length} crossings before the first request`);
 });
 
 test(`[${consumer.flavour}] the counting wrapper sees every crossing (control)`, { timeout: 10_000 }, () => {
