@@ -821,10 +821,7 @@ fn fact(v: &JsValue) -> Conv<Fact> {
                     0
                 }
             };
-            let content = match f.get_some("content") {
-                Some(_) => Some(f.bytes("content")),
-                None => None,
-            };
+            let content = f.get_some("content").map(|_| f.bytes("content"));
             Fact::LockSeen(LockSeen::Found {
                 is_file,
                 mtime_ms,
