@@ -116,7 +116,14 @@ function errorFacts(error, { timedOut = false, redact: redactCredential = (text)
     if (typeof message === 'string' && message && !messages.includes(message)) messages.push(message);
     visit(safeGet(e, 'cause'), depth + 1);
     const inner = safeGet(e, 'errors');
-    if (Array.isArray(inner)) for (const x of inner.slice(0, 16)) visit(x, depth + 1);
+    let list = [];
+    try {
+      // A revoked Proxy throws even on Array.isArray: what cannot be read is skipped.
+      if (Array.isArray(inner)) list = inner.slice(0, 16);
+    } catch {
+      list = [];
+    }
+    for (const x of list) visit(x, depth + 1);
   };
   visit(error, 0);
 

@@ -177,6 +177,11 @@ function capturingBody(signal) {
  */
 function steadyClock(wall) {
   const start = wall();
+  // A number, or the core refuses it (NaN, negative) with a clear error; a
+  // numeric string would be concatenated, not added, below.
+  if (typeof start !== 'number') {
+    throw new TypeError(`options.now() must return epoch milliseconds as a number, got a ${typeof start}`);
+  }
   const monotonicStart = performance.now();
   return () => start + (performance.now() - monotonicStart);
 }

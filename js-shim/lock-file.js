@@ -17,7 +17,9 @@ const codeOf = (e) => e.code || e.message;
 
 /**
  * Creates the lock holding `content`: `{type: 'lockLinked'}`,
- * `{type: 'lockTempFailed', code}` or `{type: 'lockLinkFailed', code}`.
+ * `{type: 'lockTempFailed', code}` or `{type: 'lockLinkFailed', code,
+ * fsNowMs}`, with the temp file's modification time (the file system's
+ * clock, which also stamped the lock that is there; null if unreadable).
  */
 function createLock(file, content) {
   let temp;
@@ -30,9 +32,18 @@ function createLock(file, content) {
     fs.linkSync(temp, file);
     return { type: 'lockLinked' };
   } catch (e) {
-    return { type: 'lockLinkFailed', code: codeOf(e) };
+    return { type: 'lockLinkFailed', code: codeOf(e), fsNowMs: fileTime(temp) };
   } finally {
     unlinkQuietly(temp);
+  }
+}
+
+/** `file`'s modification time in epoch ms, or null. */
+function fileTime(file) {
+  try {
+    return fs.lstatSync(file).mtimeMs;
+  } catch {
+    return null;
   }
 }
 

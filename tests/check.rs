@@ -42,6 +42,11 @@ struct World {
     vanishing_lock: u32,
     /// Replace our lock with another's just before the release looks at it.
     steal_lock_at_release: bool,
+    /// How far the checking process's clock runs ahead of the clock that
+    /// stamps file times; `None`: the shim cannot tell (no temp file time).
+    fs_clock_offset: Option<u64>,
+    /// The error every hard link fails with (a file system without them).
+    link_error: Option<&'static str>,
 }
 
 impl World {
@@ -53,6 +58,8 @@ impl World {
             api: Api::AllowAll,
             vanishing_lock: 0,
             steal_lock_at_release: false,
+            fs_clock_offset: Some(0),
+            link_error: None,
         }
     }
 }
@@ -175,15 +182,25 @@ fn perform(world: &mut World, action: &CheckAction, now: u64) -> Option<Fact> {
                     code: "ENOENT".into(),
                 }));
             }
+            if let Some(code) = world.link_error {
+                return Some(Fact::LockCreated(LockCreated::LinkFailed {
+                    code: code.into(),
+                    fs_now_ms: Some(now),
+                }));
+            }
+            // The temp file's time: the file system's clock.
+            let fs_now_ms = world.fs_clock_offset.map(|offset| now - offset);
             if world.vanishing_lock > 0 {
                 world.vanishing_lock -= 1;
                 return Some(Fact::LockCreated(LockCreated::LinkFailed {
                     code: "EEXIST".into(),
+                    fs_now_ms,
                 }));
             }
             if world.files.contains_key(file) {
                 Fact::LockCreated(LockCreated::LinkFailed {
                     code: "EEXIST".into(),
+                    fs_now_ms,
                 })
             } else {
                 world
@@ -776,4 +793,111 @@ fn a_warm_step_ends_in_the_poll_that_takes_its_reads() {
             other => panic!("expected done, got {other:?}"),
         }
     }
+}
+
+/// Runs a cold check with a lock already at the path, and returns the trace.
+fn with_planted_lock(content: &[u8], mtime: u64, world: &mut World, check_clock: u64) -> Trace {
+    let env = env(&[("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "20000")]);
+    let mut check = new_check(&env, 100, check_clock);
+    let lock = format!("{}.lock", check.record_file().unwrap());
+    world.files.insert(lock, (content.to_vec(), mtime));
+    run(world, &mut check, check_clock, |_, _| {})
+}
+
+#[test]
+fn a_lock_naming_this_very_process_is_a_live_holder() {
+    // Two checks of one process side by side: the second must wait for the
+    // first's record, not take its lock over.
+    let mut world = World::new();
+    world.running.insert(100);
+    let trace = with_planted_lock(
+        b"100 runner-1 0123456789abcdef\n",
+        T0 - 1_000,
+        &mut world,
+        T0,
+    );
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert!(trace
+        .actions
+        .contains(&CheckAction::ProbeProcess { pid: 100 }));
+    assert!(
+        trace.done_at > T0 + 10_000,
+        "waited for the holder ({} ms)",
+        trace.done_at - T0
+    );
+}
+
+#[test]
+fn a_lock_dated_in_the_future_is_not_a_lock_it_is_taken_over() {
+    // `touch -d 2027` from a job container: its age would stay 0 forever.
+    let mut world = World::new();
+    world.running.insert(7);
+    let year = 365 * 24 * 3_600_000;
+    for (content, who) in [
+        (&b"7 runner-1 0123456789abcdef\n"[..], "a live holder"),
+        (&b"7 other-host 0123456789abcdef\n"[..], "another host"),
+    ] {
+        let trace = with_planted_lock(content, T0 + year, &mut world, T0);
+        assert_eq!(trace.outcome.verdict, Verdict::Allowed, "{who}");
+        assert!(
+            trace.done_at < T0 + 1_000,
+            "{who}: took over at once ({} ms)",
+            trace.done_at - T0
+        );
+    }
+}
+
+#[test]
+fn lock_ages_are_measured_on_the_file_systems_clock() {
+    // The process clock runs 200 s ahead of the clock that stamps file
+    // times (an NFS server, a host's `now`): a live holder's fresh lock must
+    // still be waited for, not judged older than the longest check.
+    let mut world = World::new();
+    world.running.insert(7);
+    let skew = 200_000;
+    let env = env(&[("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "20000")]);
+    let mut check = new_check(&env, 100, T0 + skew);
+    let lock = format!("{}.lock", check.record_file().unwrap());
+    // The file system's "now" is T0: the lock was made a moment ago.
+    world.fs_clock_offset = Some(skew);
+    world.files.insert(
+        lock.clone(),
+        (b"7 runner-1 0123456789abcdef\n".to_vec(), T0 - 50),
+    );
+    let trace = run(&mut world, &mut check, T0 + skew, |_, _| {});
+    assert_eq!(
+        trace.count(|a| matches!(a, CheckAction::RemoveFile { file } if *file == lock)),
+        0,
+        "a live holder's fresh lock is not removed"
+    );
+    assert!(
+        trace.done_at - (T0 + skew) > 10_000,
+        "waited for the holder"
+    );
+}
+
+#[test]
+fn a_file_system_without_hard_links_means_no_lock_and_says_so() {
+    // SMB, some FUSE file systems: link() fails with EPERM. The step checks
+    // on its own (it never blocks), and one warning says single flight
+    // cannot work in that folder.
+    let mut world = World::new();
+    world.link_error = Some("EPERM");
+    let env = env(&[]);
+    let trace = run(&mut world, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert_eq!(trace.outcome.verdict, Verdict::Allowed);
+    assert_eq!(trace.requests, 13);
+    let warnings = trace.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("Cannot create the lock file /rt/k8s-auth-preflight-")
+            && warnings[0].contains("(EPERM)")
+            && warnings[0].contains("without waiting"),
+        "{}",
+        warnings[0]
+    );
+    // A lock that is simply there (EEXIST) is not worth a warning.
+    let mut quiet = World::new();
+    let trace = run(&mut quiet, &mut new_check(&env, 100, T0), T0, |_, _| {});
+    assert!(trace.warnings().is_empty());
 }

@@ -166,6 +166,12 @@ pub enum LockCreated {
     LinkFailed {
         /// The errno code.
         code: String,
+        /// The temp file's modification time, Unix epoch ms: the clock of
+        /// the file system that stamps the lock's time too (`None` if it
+        /// could not be read). Lock ages are measured against it, so a
+        /// process clock that differs from the file server's (NFS, a
+        /// host's own `now`) does not age a fresh lock.
+        fs_now_ms: Option<u64>,
     },
 }
 

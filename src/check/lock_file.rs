@@ -12,6 +12,10 @@ use crate::single_flight::Holder;
 
 /// The most bytes a lock may hold.
 pub const MAX_LOCK_BYTES: u32 = 256;
+/// How far in the future of the file system's clock a lock's time may be
+/// before it cannot be a lock this package made (a `touch -d`); the
+/// record allows the same skew.
+pub const MAX_FUTURE_MS: u64 = 120_000;
 /// Attempts to create the lock when it vanishes between the failed link
 /// and the look (its holder just released it): after these, it counts as
 /// held by an unknown process (the machine waits a look).
@@ -66,8 +70,9 @@ pub enum Look {
     },
 }
 
-/// Judges what the shim saw at the lock's path at `now_ms`.
-pub fn look(seen: &LockSeen, own_host: &str, now_ms: u64) -> Look {
+/// Judges what the shim saw at the lock's path, at `now_ms` on the file
+/// system's clock (the clock that stamped the lock's time).
+pub fn look(seen: &LockSeen, me: &ProcessFacts, now_ms: u64) -> Look {
     let (is_file, mtime_ms, content) = match seen {
         LockSeen::StatFailed { code } if code == "ENOENT" => return Look::Gone,
         // Cannot even look at it: not a lock of ours to trust.
@@ -88,18 +93,26 @@ pub fn look(seen: &LockSeen, own_host: &str, now_ms: u64) -> Look {
         age_ms,
         holder: Holder::Invalid,
     };
+    // Dated ahead of the clock that stamped it: made by hand, not by a
+    // process taking its turn (its age would stay 0 for ever).
+    if mtime_ms > now_ms.saturating_add(MAX_FUTURE_MS) {
+        return invalid;
+    }
     let Some(bytes) = content.as_deref().filter(|_| is_file) else {
         return invalid;
     };
     let Some((pid, host)) = parse(bytes) else {
         return invalid;
     };
-    if host != own_host {
+    if host != me.host {
         return Look::Held {
             age_ms,
             holder: Holder::Unknown,
         };
     }
+    // Our own pid is a live holder too: another check of this process may
+    // hold it (hosts may run checks side by side). A dead step's pid reused
+    // by this process is waited for like any live holder (a known limit).
     if pid == 0 || pid > i32::MAX as u64 {
         return Look::Held {
             age_ms,
@@ -150,6 +163,13 @@ mod tests {
 
     const NOW: u64 = 1_792_548_926_000;
 
+    fn me(host: &str) -> ProcessFacts {
+        ProcessFacts {
+            pid: 1,
+            host: host.into(),
+        }
+    }
+
     fn file(text: &str, mtime_ms: u64) -> LockSeen {
         LockSeen::Found {
             is_file: true,
@@ -160,17 +180,17 @@ mod tests {
 
     #[test]
     fn content_names_this_process_and_parses_back() {
-        let me = ProcessFacts {
+        let this = ProcessFacts {
             pid: 4242,
             host: "runner-7".into(),
         };
         let mut random = RandomSource::seeded(1);
-        let a = content(&me, &mut random);
-        let b = content(&me, &mut random);
+        let a = content(&this, &mut random);
+        let b = content(&this, &mut random);
         assert_ne!(a, b, "each lock has its own nonce");
         assert!(a.starts_with("4242 runner-7 ") && a.ends_with('\n') && a.len() == 31);
         assert_eq!(
-            look(&file(&a, NOW - 10), "runner-7", NOW),
+            look(&file(&a, NOW - 10), &me("runner-7"), NOW),
             Look::AskProcess {
                 age_ms: 10,
                 pid: 4242
@@ -181,7 +201,7 @@ mod tests {
     #[test]
     fn another_hosts_lock_is_judged_by_age_only() {
         assert_eq!(
-            look(&file("7 other 0123456789abcdef\n", NOW - 5), "me", NOW),
+            look(&file("7 other 0123456789abcdef\n", NOW - 5), &me("me"), NOW),
             Look::Held {
                 age_ms: 5,
                 holder: Holder::Unknown
@@ -207,7 +227,7 @@ mod tests {
             "7 me 0123456789abcdef extra\n",
         ] {
             assert_eq!(
-                look(&file(text, NOW - 3), "me", NOW),
+                look(&file(text, NOW - 3), &me("me"), NOW),
                 invalid(3),
                 "{text:?}"
             );
@@ -217,19 +237,19 @@ mod tests {
             mtime_ms: NOW - 9,
             content: None,
         };
-        assert_eq!(look(&not_file, "me", NOW), invalid(9));
+        assert_eq!(look(&not_file, &me("me"), NOW), invalid(9));
         let unreadable = LockSeen::Found {
             is_file: true,
             mtime_ms: NOW,
             content: None,
         };
-        assert_eq!(look(&unreadable, "me", NOW), invalid(0));
+        assert_eq!(look(&unreadable, &me("me"), NOW), invalid(0));
         let huge = "7 me 0123456789abcdef\n".repeat(20);
-        assert_eq!(look(&file(&huge, NOW), "me", NOW), invalid(0));
+        assert_eq!(look(&file(&huge, NOW), &me("me"), NOW), invalid(0));
         let denied = LockSeen::StatFailed {
             code: "EACCES".into(),
         };
-        assert_eq!(look(&denied, "me", NOW), invalid(0));
+        assert_eq!(look(&denied, &me("me"), NOW), invalid(0));
     }
 
     #[test]
@@ -237,16 +257,20 @@ mod tests {
         let gone = LockSeen::StatFailed {
             code: "ENOENT".into(),
         };
-        assert_eq!(look(&gone, "me", NOW), Look::Gone);
+        assert_eq!(look(&gone, &me("me"), NOW), Look::Gone);
         assert_eq!(
-            look(&file("0 me 0123456789abcdef\n", NOW), "me", NOW),
+            look(&file("0 me 0123456789abcdef\n", NOW), &me("me"), NOW),
             Look::Held {
                 age_ms: 0,
                 holder: Holder::Dead
             }
         );
         assert_eq!(
-            look(&file("9999999999 me 0123456789abcdef\n", NOW), "me", NOW),
+            look(
+                &file("9999999999 me 0123456789abcdef\n", NOW),
+                &me("me"),
+                NOW
+            ),
             Look::Held {
                 age_ms: 0,
                 holder: Holder::Dead
@@ -254,7 +278,11 @@ mod tests {
         );
         // A modification time in the future is age 0, not an overflow.
         assert_eq!(
-            look(&file("7 me 0123456789abcdef\n", NOW + 60_000), "me", NOW),
+            look(
+                &file("7 me 0123456789abcdef\n", NOW + 60_000),
+                &me("me"),
+                NOW
+            ),
             Look::AskProcess { age_ms: 0, pid: 7 }
         );
     }
@@ -264,5 +292,27 @@ mod tests {
         assert!(is_running(None));
         assert!(is_running(Some("EPERM")));
         assert!(!is_running(Some("ESRCH")));
+    }
+
+    #[test]
+    fn far_future_times_are_not_locks_and_our_own_pid_is_asked_about() {
+        let text = "7 me 0123456789abcdef\n";
+        assert_eq!(
+            look(&file(text, NOW + MAX_FUTURE_MS), &me("me"), NOW),
+            Look::AskProcess { age_ms: 0, pid: 7 }
+        );
+        assert_eq!(
+            look(&file(text, NOW + MAX_FUTURE_MS + 1), &me("me"), NOW),
+            Look::Held {
+                age_ms: 0,
+                holder: Holder::Invalid
+            }
+        );
+        // This process's own pid (1 in `me`): asked about like any other,
+        // as another check of this process may hold the lock.
+        assert_eq!(
+            look(&file("1 me 0123456789abcdef\n", NOW - 4), &me("me"), NOW),
+            Look::AskProcess { age_ms: 4, pid: 1 }
+        );
     }
 }

@@ -292,7 +292,7 @@ impl Check {
                 Ok(())
             }
             (Stage::Turn(turn), fact) => {
-                if let turn::Reread::Record(read) = turn.on_fact(now, fact, &self.process.host)? {
+                if let turn::Reread::Record(read) = turn.on_fact(now, fact, &self.process)? {
                     // Read again while waiting: no warnings about the file.
                     let file = self.record_file.as_deref().unwrap_or_default();
                     let (bytes, _) = record_file::read_outcome(file, read);

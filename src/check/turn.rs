@@ -8,7 +8,7 @@
 //! with the lock or without, within the budget the turn left, from the
 //! record as it is after the turn ([`End::Check`]).
 
-use super::action::{CheckAction, Fact, LockCreated, RecordRead};
+use super::action::{CheckAction, Fact, Level, LockCreated, RecordRead};
 use super::lock_file::{self, HeldLock, Look, ProcessFacts, CREATE_TRIES, MAX_LOCK_BYTES};
 use super::FactError;
 use crate::cache::MAX_RECORD_BYTES;
@@ -62,6 +62,7 @@ enum Await {
     },
     Seen {
         tries: u32,
+        fs_now: Option<u64>,
     },
     Process {
         age_ms: u64,
@@ -86,6 +87,8 @@ pub(super) struct Turn {
     /// Try to create the lock again (it vanished after the link failed).
     create_again: Option<u32>,
     held: Option<HeldLock>,
+    /// A warning to print before anything else.
+    note: Option<String>,
     candidate: Option<Box<Preflight>>,
     over: Option<End>,
 }
@@ -113,6 +116,7 @@ impl Turn {
             queued: None,
             create_again: None,
             held: None,
+            note: None,
             candidate: None,
             over: None,
         })
@@ -124,6 +128,12 @@ impl Turn {
         process: &ProcessFacts,
         random: &mut RandomSource,
     ) -> Polled {
+        if let Some(message) = self.note.take() {
+            return Polled::Action(CheckAction::Log {
+                level: Level::Warning,
+                message,
+            });
+        }
         if let Some((action, awaiting)) = self.queued.take() {
             self.awaiting = awaiting;
             return Polled::Action(action);
@@ -165,7 +175,7 @@ impl Turn {
         &mut self,
         now: u64,
         fact: Fact,
-        host: &str,
+        me: &ProcessFacts,
     ) -> Result<Reread, FactError> {
         let awaiting = std::mem::replace(&mut self.awaiting, Await::Nothing);
         match (awaiting, fact) {
@@ -176,21 +186,36 @@ impl Turn {
                 });
                 self.flight.on_lock(now, LockAttempt::Acquired);
             }
-            (Await::Created { tries, .. }, Fact::LockCreated(LockCreated::LinkFailed { code }))
-                if code == "EEXIST" =>
-            {
+            (
+                Await::Created { tries, .. },
+                Fact::LockCreated(LockCreated::LinkFailed { code, fs_now_ms }),
+            ) if code == "EEXIST" => {
                 let inspect = CheckAction::InspectLock {
                     file: self.lock_file.clone(),
                     limit: MAX_LOCK_BYTES,
                 };
-                self.queued = Some((inspect, Await::Seen { tries }));
+                let awaiting = Await::Seen {
+                    tries,
+                    fs_now: fs_now_ms,
+                };
+                self.queued = Some((inspect, awaiting));
             }
-            // A read-only or full disk, no permission: no lock here.
+            // A file system without hard links (EPERM, ENOTSUP): no lock
+            // here, ever; worth saying, as single flight cannot work.
+            (Await::Created { .. }, Fact::LockCreated(LockCreated::LinkFailed { code, .. })) => {
+                self.note = Some(format!(
+                    "Cannot create the lock file {} ({code}); this step asks the Kubernetes API without waiting for the other steps of its job.",
+                    self.lock_file
+                ));
+                self.flight.on_lock(now, LockAttempt::Unavailable);
+            }
+            // A read-only or full disk: no lock here (the record cannot be
+            // written either, and that write says so).
             (Await::Created { .. }, Fact::LockCreated(_)) => {
                 self.flight.on_lock(now, LockAttempt::Unavailable);
             }
-            (Await::Seen { tries }, Fact::LockSeen(seen)) => {
-                match lock_file::look(&seen, host, now) {
+            (Await::Seen { tries, fs_now }, Fact::LockSeen(seen)) => {
+                match lock_file::look(&seen, me, fs_now.unwrap_or(now)) {
                     // Its holder has just released it: try again; after a few
                     // tries, say it is held (a look later), rather than have
                     // anything removed that may be new.

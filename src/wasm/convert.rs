@@ -778,7 +778,7 @@ pub fn facts(v: &JsValue) -> Conv<Vec<Fact>> {
 
 /// One fact, tagged by `type`: `keyFile {report}`, `recordBytes {bytes}`,
 /// `recordOpenFailed {code}`, `recordNotAFile`, `recordReadFailed {code}`,
-/// `lockLinked`, `lockTempFailed {code}`, `lockLinkFailed {code}`,
+/// `lockLinked`, `lockTempFailed {code}`, `lockLinkFailed {code, fsNowMs}`,
 /// `lockStatFailed {code}`, `lockFound {isFile, mtimeMs, content}`,
 /// `process {code}`, `removed {code}`, `written {code}`, `deleted {code}`
 /// (`code` null: it worked), or `response {probe, attempt, result}`.
@@ -806,9 +806,14 @@ fn fact(v: &JsValue) -> Conv<Fact> {
         "lockTempFailed" => Fact::LockCreated(LockCreated::TempFailed {
             code: f.required_string("code"),
         }),
-        "lockLinkFailed" => Fact::LockCreated(LockCreated::LinkFailed {
-            code: f.required_string("code"),
-        }),
+        "lockLinkFailed" => {
+            let code = f.required_string("code");
+            let fs_now_ms = match f.get_some("fsNowMs") {
+                Some(n) => Some(f.take("fsNowMs", file_time(&n))),
+                None => None,
+            };
+            Fact::LockCreated(LockCreated::LinkFailed { code, fs_now_ms })
+        }
         "lockStatFailed" => Fact::LockSeen(LockSeen::StatFailed {
             code: f.required_string("code"),
         }),

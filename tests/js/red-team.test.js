@@ -274,3 +274,40 @@ test('a host authorizationApi that answers with plain objects (no client-node mi
   assert.equal(await check.isAuthPermissionsOK(), true);
   assert.equal(calls.filter((c) => c === 'ssar').length, 13);
 });
+
+test('an error no one can read (a revoked Proxy inside) is a failed attempt, never an unhandled rejection', { timeout: 20_000 }, async () => {
+  const unhandled = [];
+  const onUnhandled = (e) => unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const { proxy, revoke } = Proxy.revocable([], {});
+    revoke();
+    const boom = async () => {
+      const e = new Error('boom');
+      e.errors = proxy;
+      throw e;
+    };
+    const authorizationApi = { createSelfSubjectAccessReview: boom, createSelfSubjectRulesReview: boom };
+    const check = consumer.preflight.createAuthPreflight({
+      authorizationApi,
+      namespace: NAMESPACE,
+      env: fastEnv({ CACHE: 'off', DEADLINE_MS: 1000 }),
+      logger: captureLogger().logger,
+    });
+    // A plain error with no code and no status is fatal ("unknown error");
+    // what matters is that it was read as far as it could be, and reported.
+    await assert.rejects(check.isAuthPermissionsOK(), (e) => isPreflightError(e) && /boom/.test(e.message));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(unhandled.map(String), []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
+
+test('a clock that returns a numeric string is refused with a clear error, not read as a clock 10x ahead', { timeout: 20_000 }, async (t) => {
+  const ctx = await setup(t);
+  const check = newCheck({ kc: ctx.kc, cacheDir: ctx.cacheDir, now: () => String(Date.now()) });
+  await assert.rejects(check.isAuthPermissionsOK(), (e) => e instanceof TypeError && /options\.now/.test(e.message) && /string/.test(e.message));
+  assert.deepEqual(listDir(ctx.cacheDir), [], 'nothing written with a bad clock');
+  assert.equal(ctx.server.requests.length, 0);
+});

@@ -129,15 +129,17 @@ test('a lock left by a process that has exited is taken over at once', { timeout
 test('a live holder that never finishes: the check waits until its deadline less the reserve, then asks itself', { timeout: 30_000 }, async (t) => {
   const ctx = await setup(t);
   const lock = await lockPath(ctx);
-  // This test process is alive, and never writes a record.
-  fs.writeFileSync(lock, lockText(process.pid));
+  // The test runner (this process's parent) is alive, and never writes a
+  // record. (Not this process's own pid: a lock naming the checking process
+  // itself is a reused pid's, taken over at once.)
+  fs.writeFileSync(lock, lockText(process.ppid));
   // Deadline 3 s: the reserve is a tenth of it (300 ms), below the 500 ms timeout.
   const run = await checkOnce(ctx, fastEnv({ DEADLINE_MS: 3000 }));
   assert.equal(run.ok, true);
   assert.equal(run.outcome.source, 'reviews');
   assert.ok(run.ms >= 2_600, `gave up waiting after ${run.ms} ms`);
   assert.equal(run.log.warnings.filter((w) => WAITED.test(w)).length, 1, run.log.warnings.join('\n'));
-  assert.equal(fs.readFileSync(lock, 'utf8'), lockText(process.pid), 'a live holder\'s lock is not ours to remove');
+  assert.equal(fs.readFileSync(lock, 'utf8'), lockText(process.ppid), 'a live holder\'s lock is not ours to remove');
 });
 
 test('a lock from another host counts as held until it is older than any check can last', { timeout: 30_000 }, async (t) => {
@@ -239,7 +241,7 @@ test('a record written just before this process gets the lock answers it, with n
 test('a wall clock stepped back does not stretch the wait past the deadline', { timeout: 30_000 }, async (t) => {
   const ctx = await setup(t);
   const lock = await lockPath(ctx);
-  fs.writeFileSync(lock, lockText(process.pid));
+  fs.writeFileSync(lock, lockText(process.ppid));
   // After a few reads the clock steps back 10 s (an NTP step, a VM restore).
   let reads = 0;
   const now = () => (++reads > 6 ? Date.now() - 10_000 : Date.now());
