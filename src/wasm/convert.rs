@@ -808,10 +808,9 @@ fn fact(v: &JsValue) -> Conv<Fact> {
         }),
         "lockLinkFailed" => {
             let code = f.required_string("code");
-            let fs_now_ms = match f.get_some("fsNowMs") {
-                Some(n) => Some(f.take("fsNowMs", file_time(&n))),
-                None => None,
-            };
+            let fs_now_ms = f
+                .get_some("fsNowMs")
+                .map(|n| f.take("fsNowMs", file_time(&n)));
             Fact::LockCreated(LockCreated::LinkFailed { code, fs_now_ms })
         }
         "lockStatFailed" => Fact::LockSeen(LockSeen::StatFailed {
