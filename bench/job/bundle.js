@@ -52,4 +52,15 @@ async function jobBundle(consumerDir, flavour, notes = []) {
   }
 }
 
-module.exports = { jobBundle };
+/**
+ * A copy of the bundle in a fresh temporary folder, with no node_modules
+ * anywhere above it (the cache is inside the repository, whose node_modules
+ * would hide a bundle that lost a dependency). Returns { dir, remove() }.
+ */
+function bundleRunDir(bundleDir) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-run-'));
+  fs.cpSync(bundleDir, dir, { recursive: true });
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+module.exports = { jobBundle, bundleRunDir };
