@@ -1272,3 +1272,38 @@ describe('exec over WebSocket through client-node Exec', { timeout: 30_000 }, ()
     assert.equal(server.execs.length, before + 1);
   });
 });
+
+describe('CLI mode: triggers, and the object and exec logs', { timeout: 30_000 }, () => {
+  it('arms `triggers` from its config and writes routeCounts, objectLog and execs to its log', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-cli-job-'));
+    const logFile = path.join(dir, 'log.json');
+    const server = startApiServerProcess({
+      config: {
+        token: 'cli-token',
+        namespace: 'ci',
+        role: fullRole(),
+        maxRunMs: 15000,
+        triggers: [{ match: { route: 'create pods' }, timeline: [{ phase: 'unavailable503', ms: 200 }, { phase: 'healthy' }] }],
+      },
+      configFile: path.join(dir, 'config.json'),
+      logFile,
+      readyTimeoutMs: 5000,
+    });
+    try {
+      const info = await server.ready;
+      const target = { url: info.url, caPem: fs.readFileSync(path.join(__dirname, 'certs', 'ca.pem'), 'utf8') };
+      const create = () => request(target, { path: '/api/v1/namespaces/ci/pods', body: podBody('cli-pod'), token: 'cli-token' });
+      assertStatus(await create(), 503, 'ServiceUnavailable'); // the trigger fired on it
+      await sleep(400);
+      assert.equal((await create()).status, 201);
+      assertStatus(await create(), 409, 'AlreadyExists');
+    } finally {
+      await server.stop();
+    }
+    const log = JSON.parse(fs.readFileSync(logFile, 'utf8'));
+    assert.deepEqual(log.routeCounts, { 'create pods': 3 });
+    assert.deepEqual(log.objectLog.map((e) => `${e.op} ${e.name} ${e.code}`), ['create cli-pod 201', 'create cli-pod 409']);
+    assert.deepEqual(log.execs, []);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
