@@ -17,16 +17,18 @@ const BUILD_TIMEOUT_MS = 180_000;
 /**
  * The folder of the job bundle (index.js and the .wasm) for the package
  * installed in `consumerDir`, keyed by its install stamp, the consumer's
- * sources, ncc's version and Node's; built when missing (replacing older
- * bundles of the same flavour and Node major). Adds a line to `notes` when given.
+ * sources and ncc's version; built when missing (replacing older bundles of
+ * the flavour). Adds a line to `notes` when given.
  */
 async function jobBundle(consumerDir, flavour, notes = []) {
   const stamp = fs.readFileSync(path.join(consumerDir, '.installed'), 'utf8');
   const nccVersion = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', '@vercel', 'ncc', 'package.json'), 'utf8')).version;
-  const hash = crypto.createHash('sha256').update(`${stamp}\n${nccVersion}\n${process.version}\n`);
+  const hash = crypto.createHash('sha256').update(`${stamp}\n${nccVersion}\n`);
   for (const file of consumerSources()) hash.update(`${path.relative(ROOT, file)}\n`).update(fs.readFileSync(file));
-  // One cached bundle per flavour and Node major (scripts/test.sh runs the 2x tests on Node 22 and 24).
-  const prefix = `bundle-${flavour}-node${process.versions.node.split('.')[0]}-`;
+  // One cached bundle per flavour: the bundle is plain JavaScript and the
+  // .wasm, the same whichever Node ran ncc (scripts/test.sh runs the 2x
+  // tests on Node 22 and 24 with one bundle).
+  const prefix = `bundle-${flavour}-`;
   const dir = path.join(CACHE, `${prefix}${hash.digest('hex').slice(0, 16)}`);
   if (fs.existsSync(path.join(dir, 'index.js')) && fs.existsSync(path.join(dir, WASM))) {
     notes.push(`bundle: cached ${path.relative(ROOT, dir)}`);

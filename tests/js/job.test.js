@@ -74,9 +74,13 @@ function foldedRoutes(requests) {
   return out;
 }
 
-test(`a healthy whole job succeeds, each script runs exactly once, nothing is left (client-node ${clientVersion})`, { timeout: TEST_TIMEOUT_MS }, async () => {
+/** One diagnostic line: each step's time. */
+const stepTimes = (j) => j.steps.map((s) => `${s.label} ${s.skipped ? 'skipped' : `${s.ms} ms`}`).join(', ');
+
+test(`a healthy whole job succeeds, each script runs exactly once, nothing is left (client-node ${clientVersion})`, { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const from = jobServer.server.requests.length;
   const j = await job();
+  t.diagnostic(stepTimes(j));
   assert.ok(j.ok, describeJob(j));
   assert.deepEqual(j.steps.map((s) => s.label), ['prepare', 'script 1', 'script 2', 'script 3', 'cleanup']);
   assert.deepEqual(j.scriptExecs, [1, 1, 1], describeJob(j));
@@ -103,8 +107,9 @@ test(`a healthy whole job succeeds, each script runs exactly once, nothing is le
   assert.equal(j.reviewCalls, 1, 'the later steps should answer the check from the job cache');
 });
 
-test('control: a refused stall that starts at the pod create fails the unmodified job in prepare_job', { timeout: TEST_TIMEOUT_MS }, async () => {
+test('control: a refused stall that starts at the pod create fails the unmodified job in prepare_job', { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const j = await job({ place: 'pod create', stallMs: STALL_MS });
+  t.diagnostic(stepTimes(j));
   assert.ok(j.stall.fired, 'the stall never started');
   assert.equal(j.ok, false, describeJob(j));
   assert.equal(j.failedStep, 'prepare', describeJob(j));
@@ -116,9 +121,10 @@ test('control: a refused stall that starts at the pod create fails the unmodifie
   assert.equal(jobServer.server.phase, 'healthy');
 });
 
-test('a refused stall at the first exec set-up: the hooks\' own copy retry rides it out, each script still runs once', { timeout: TEST_TIMEOUT_MS }, async () => {
+test('a refused stall at the first exec set-up: the hooks\' own copy retry rides it out, each script still runs once', { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const from = jobServer.server.requests.length;
   const j = await job({ place: 'exec set-up', stallMs: STALL_MS });
+  t.diagnostic(stepTimes(j));
   assert.ok(j.stall.fired, 'the stall never started');
   assert.ok(j.ok, describeJob(j));
   assert.deepEqual(j.scriptExecs, [1, 1, 1], describeJob(j));

@@ -218,7 +218,7 @@ export function archiveOf(dir: string): Buffer {
 }
 
 function listingCommand(dir: string): string[] {
-  return ['sh', '-c', `cd '${dir}' && find . -type f -exec stat -c '%s %n' {} \\;`];
+  return ['sh', '-c', `ls -lR '${dir}'`];
 }
 
 async function verifyListing(job: Job, pod: string, dir: string): Promise<void> {
