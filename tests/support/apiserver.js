@@ -3,10 +3,13 @@
  * A fake Kubernetes apiserver on loopback HTTPS, for tests only.
  *
  * It answers SelfSubjectAccessReview (SSAR) and SelfSubjectRulesReview (SSRR)
- * POSTs from one namespaced Role evaluated with Kubernetes RBAC matching, and
- * can be switched at run time into the fault shapes seen during control-plane
- * endpoint rotations (refused connections, hung requests, resets, transient
- * 401/403, throttling, 5xx, malformed, trickled and cut bodies).
+ * POSTs from one namespaced Role evaluated with Kubernetes RBAC matching,
+ * serves what a whole Kubernetes-mode job needs (pods and secrets: create,
+ * read, list, delete, see apiserver-objects.js; exec over WebSocket, see
+ * apiserver-exec.js), and can be switched at run time into the fault shapes
+ * seen during control-plane endpoint rotations (refused connections, hung
+ * requests, resets, transient 401/403, throttling, 5xx, malformed, trickled
+ * and cut bodies), on every path, the exec upgrade included.
  *
  * Library:
  *   const { startApiServer } = require('./apiserver');
@@ -15,7 +18,7 @@
  * CLI:
  *   node tests/support/apiserver.js --config cfg.json [--log out.json]
  *
- * Uses Node built-ins only. Listens on 127.0.0.1 only.
+ * Uses Node built-ins and `ws` (for exec) only. Listens on 127.0.0.1 only.
  *
  * Behaviour worth knowing:
  * - Faults are applied before authentication and routing: a request in a
@@ -45,6 +48,25 @@
  *   SelfSubjectAccessReviews are still answered from the Role. Unlike a fault
  *   phase it applies after authentication and to every SSRR until configure()
  *   sets it back to null.
+ * - Pods, secrets and exec obey the Role like the reviews do: a verb the Role
+ *   does not grant gets 403 Forbidden (exec is authorized as `create` on
+ *   pods/exec). An exec needs the pod to exist (else the upgrade is answered
+ *   404) and to be Running (else 400). `server.execs` logs every exec whose
+ *   WebSocket opened (the command started), with its stdin;
+ *   `server.objectLog` every create and delete that reached the store.
+ * - The exec upgrade in a fault phase: refuse and reset destroy the socket,
+ *   hang leaves it silent, 401/403/429/500/503 answer that HTTP status (with
+ *   a Status body) instead of 101 Switching Protocols, malformed answers 200
+ *   with a cut body, cutBody sends half the 101 head and destroys the
+ *   socket, trickle upgrades after `trickleMs`. A `refuse` phase destroys open
+ *   exec streams too. Fault bodies of other phases are SSAR-shaped whatever
+ *   the path (they only have to fail to parse).
+ * - armTrigger(match, timeline) runs `timeline` (as runTimeline does) the
+ *   moment the `nth` (default 1) request matching { route, name? } arrives;
+ *   that request is then handled in the timeline's first phase. Routes:
+ *   'ssar', 'ssrr', 'create pods', 'get pods', 'list pods', 'delete pods',
+ *   'exec pods', the same for secrets, 'other'. The CLI takes the same as
+ *   `triggers: [{ match, timeline }]` in its config.
  * - With port 0 the server picks a free port just below the kernel's ephemeral
  *   range (/proc/sys/net/ipv4/ip_local_port_range; falls back to an OS-chosen
  *   port elsewhere). While it refuses, the port is unbound; a port from the
@@ -57,8 +79,12 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+const http = require('node:http');
 const https = require('node:https');
 const path = require('node:path');
+
+const { createObjectStore, parseObjectPath } = require('./apiserver-objects');
+const { createExecHandler, checkExecProtocols, checkExecResults, parseExecQuery } = require('./apiserver-exec');
 
 const HOST = '127.0.0.1';
 const CERT_DIR = path.join(__dirname, 'certs');
@@ -223,6 +249,22 @@ function checkPhase(name, options) {
   return { ...opts, share };
 }
 
+function checkNonNegative(name, value, fallback) {
+  if (value === undefined) return fallback;
+  if (!(Number.isFinite(value) && value >= 0)) throw new RangeError(`${name} must be a non-negative number, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function checkTriggerMatch(match) {
+  if (!match || typeof match !== 'object' || typeof match.route !== 'string' || !match.route) {
+    throw new TypeError(`a trigger needs match.route (a string such as 'create pods'), got ${JSON.stringify(match)}`);
+  }
+  const nth = match.nth === undefined ? 1 : match.nth;
+  if (!(Number.isInteger(nth) && nth >= 1)) throw new RangeError(`match.nth must be an integer >= 1, got ${JSON.stringify(match.nth)}`);
+  if (match.name !== undefined && typeof match.name !== 'string') throw new TypeError('match.name must be a string');
+  return { route: match.route, name: match.name, nth };
+}
+
 function checkRulesReviewStatus(value) {
   if (value === undefined || value === null) return null;
   if (!Number.isInteger(value) || value < 400 || value > 599) {
@@ -262,6 +304,10 @@ const delay = (ms) =>
  * @param {object|null} [options.rulesStatus=null] answer every SSRR with exactly this `status` (malformed on purpose, say)
  * @param {object|null} [options.accessStatus=null] answer every SSAR with exactly this `status`
  * @param {number} [options.latencyMs=0] added latency for healthy answers
+ * @param {number} [options.podRunningAfterMs=1000] a pod's phase is Pending this long after its create, then Running
+ * @param {object[]} [options.execResults=[]] what an exec prints and how it exits (apiserver-exec.js)
+ * @param {string[]} [options.execProtocols] the exec subprotocols allowed, in order of preference (all by default)
+ * @param {{match: object, timeline: object[]}[]} [options.triggers=[]] armed at start (see armTrigger)
  * @param {number} [options.port=0] 0 picks a free port
  * @param {string} [options.phase='healthy'] initial phase
  * @param {object} [options.phaseOptions] options of the initial phase
@@ -277,6 +323,9 @@ async function startApiServer(options = {}) {
     rulesStatus: options.rulesStatus || null,
     accessStatus: options.accessStatus || null,
     latencyMs: options.latencyMs || 0,
+    podRunningAfterMs: checkNonNegative('podRunningAfterMs', options.podRunningAfterMs, 1000),
+    execResults: checkExecResults(options.execResults),
+    execProtocols: checkExecProtocols(options.execProtocols),
   };
 
   const state = {
@@ -294,8 +343,12 @@ async function startApiServer(options = {}) {
     timelineResolve: null,
     transition: Promise.resolve(),
     phaseHistory: [],
+    triggers: [],
   };
   const requests = [];
+  const execs = [];
+  const store = createObjectStore(() => config);
+  const execHandler = createExecHandler({ later, settings: () => config });
 
   const httpsServer = https.createServer({ key: keyPem, cert: certPem });
   httpsServer.on('connection', (socket) => {
@@ -313,6 +366,7 @@ async function startApiServer(options = {}) {
   httpsServer.on('tlsClientError', () => {});
   httpsServer.on('clientError', (_err, socket) => socket.destroy());
   httpsServer.on('request', handleRequest);
+  httpsServer.on('upgrade', handleUpgrade);
 
   function later(ms, fn) {
     const timer = setTimeout(() => {
@@ -453,10 +507,9 @@ async function startApiServer(options = {}) {
     state.timelineResolve = null;
   }
 
-  function runTimeline(entries) {
-    if (state.closed) return Promise.resolve(false);
+  function checkTimeline(entries) {
     if (!Array.isArray(entries) || entries.length === 0) {
-      throw new TypeError('runTimeline expects a non-empty array of { phase, ms?, ...options }');
+      throw new TypeError('a timeline is a non-empty array of { phase, ms?, ...options }');
     }
     entries.forEach((entry, i) => {
       checkPhase(entry && entry.phase, entry);
@@ -464,6 +517,43 @@ async function startApiServer(options = {}) {
         throw new RangeError(`timeline entry ${i} (${entry.phase}) needs ms >= 0`);
       }
     });
+  }
+
+  /**
+   * Runs `timeline` (as runTimeline) when the `nth` request on `match.route`
+   * (and `match.name`, when given) arrives, before that request is faulted
+   * or answered. Resolves what runTimeline resolves, or false when the
+   * server closes or disarmTriggers() runs first.
+   */
+  function armTrigger(match, timeline) {
+    if (state.closed) return Promise.resolve(false);
+    const checked = checkTriggerMatch(match);
+    checkTimeline(timeline);
+    return new Promise((resolve) => {
+      state.triggers.push({ match: checked, timeline, seen: 0, resolve });
+    });
+  }
+
+  function disarmTriggers() {
+    const armed = state.triggers.splice(0);
+    for (const t of armed) t.resolve(false);
+  }
+
+  function fireTriggers(route, name) {
+    for (const t of state.triggers) {
+      if (t.match.route !== route) continue;
+      if (t.match.name !== undefined && t.match.name !== name) continue;
+      t.seen += 1;
+      if (t.seen < t.match.nth) continue;
+      state.triggers.splice(state.triggers.indexOf(t), 1);
+      runTimeline(t.timeline).then(t.resolve);
+      return; // one trigger per request
+    }
+  }
+
+  function runTimeline(entries) {
+    if (state.closed) return Promise.resolve(false);
+    checkTimeline(entries);
     cancelTimeline();
     const token = {};
     state.timelineToken = token;
@@ -528,9 +618,17 @@ async function startApiServer(options = {}) {
     }
   }
 
-  function handleRequest(req, res) {
-    const urlPath = (req.url || '/').split('?')[0];
+  // The log entry of one request (an upgrade included), after the triggers
+  // it fires and the fault decision.
+  function openEntry(req) {
+    const url = req.url || '/';
+    const q = url.indexOf('?');
+    const urlPath = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? '' : url.slice(q + 1);
     const kind = kindOfPath(urlPath);
+    const object = kind === 'other' ? parseObjectPath(req.method, urlPath) : null;
+    const route = kind !== 'other' ? kind : object && object.route ? object.route : 'other';
+    fireTriggers(route, object ? object.name : '');
     const activePhase = state.phase;
     const faulted = faultApplies();
     const phase = faulted ? activePhase : 'healthy';
@@ -541,10 +639,17 @@ async function startApiServer(options = {}) {
       method: req.method,
       path: urlPath,
       kind,
+      route,
       body: null,
       status: null,
     };
+    if (object && object.name) entry.name = object.name;
     requests.push(entry);
+    return { entry, urlPath, search, kind, object, phase };
+  }
+
+  function handleRequest(req, res) {
+    const { entry, urlPath, kind, phase } = openEntry(req);
 
     if (phase === 'refuse') {
       // Only reachable on a connection accepted just before the listener closed.
@@ -575,40 +680,48 @@ async function startApiServer(options = {}) {
     });
   }
 
-  function answerFault(res, entry, phase, kind, method, urlPath) {
+  // The HTTP status answer of a status fault phase: { code, object, headers }, or null for other phases.
+  function faultAnswer(phase, kind, method, urlPath) {
     const opts = state.phaseOptions;
     switch (phase) {
       case 'forbidden403':
-        return sendJson(res, entry, 403, statusObject(403, 'Forbidden', forbiddenMessage(kind, method, urlPath), {
-          group: 'authorization.k8s.io',
-          kind: kind === 'ssrr' ? 'selfsubjectrulesreviews' : 'selfsubjectaccessreviews',
-        }));
+        return {
+          code: 403,
+          object: statusObject(403, 'Forbidden', forbiddenMessage(kind, method, urlPath), {
+            group: 'authorization.k8s.io',
+            kind: kind === 'ssrr' ? 'selfsubjectrulesreviews' : 'selfsubjectaccessreviews',
+          }),
+          headers: {},
+        };
       case 'unauthorized401':
-        return sendJson(res, entry, 401, statusObject(401, 'Unauthorized', 'Unauthorized'));
+        return { code: 401, object: statusObject(401, 'Unauthorized', 'Unauthorized'), headers: {} };
       case 'throttle429': {
         const seconds = opts.retryAfterSeconds === undefined ? 1 : opts.retryAfterSeconds;
-        return sendJson(
-          res,
-          entry,
-          429,
-          statusObject(429, 'TooManyRequests', 'Too many requests, please try again later.', {
+        return {
+          code: 429,
+          object: statusObject(429, 'TooManyRequests', 'Too many requests, please try again later.', {
             retryAfterSeconds: seconds,
           }),
-          { 'retry-after': String(seconds) },
-        );
+          headers: { 'retry-after': String(seconds) },
+        };
       }
       case 'error500':
-        return sendJson(res, entry, 500, statusObject(500, 'InternalError', 'Internal error occurred: injected fault'));
-      case 'unavailable503': {
-        const headers = opts.retryAfterSeconds === undefined ? {} : { 'retry-after': String(opts.retryAfterSeconds) };
-        return sendJson(
-          res,
-          entry,
-          503,
-          statusObject(503, 'ServiceUnavailable', 'the server is currently unable to handle the request'),
-          headers,
-        );
-      }
+        return { code: 500, object: statusObject(500, 'InternalError', 'Internal error occurred: injected fault'), headers: {} };
+      case 'unavailable503':
+        return {
+          code: 503,
+          object: statusObject(503, 'ServiceUnavailable', 'the server is currently unable to handle the request'),
+          headers: opts.retryAfterSeconds === undefined ? {} : { 'retry-after': String(opts.retryAfterSeconds) },
+        };
+      default:
+        return null;
+    }
+  }
+
+  function answerFault(res, entry, phase, kind, method, urlPath) {
+    const status = faultAnswer(phase, kind, method, urlPath);
+    if (status) return sendJson(res, entry, status.code, status.object, status.headers);
+    switch (phase) {
       case 'malformed': {
         if (res.destroyed) return;
         const kindName = kind === 'ssrr' ? 'SelfSubjectRulesReview' : 'SelfSubjectAccessReview';
@@ -632,6 +745,8 @@ async function startApiServer(options = {}) {
       return sendJson(res, entry, 401, statusObject(401, 'Unauthorized', 'Unauthorized'));
     }
     if (kind === 'other') {
+      const object = parseObjectPath(req.method, urlPath);
+      if (object) return answerObject(req, res, entry, object, tooLarge, trickle);
       return sendJson(res, entry, 404, statusObject(404, 'NotFound', 'the server could not find the requested resource'));
     }
     if (req.method !== 'POST') {
@@ -721,6 +836,168 @@ async function startApiServer(options = {}) {
     return sendJson(res, entry, 201, answer);
   }
 
+  // RBAC for a pod or secret path: null when the Role grants it, else the 403 Status.
+  function objectForbidden(object) {
+    const attrs = {
+      namespace: object.namespace,
+      verb: object.verb,
+      group: '',
+      resource: object.resource,
+      subresource: object.subresource,
+      name: object.name,
+    };
+    if (evaluateRole(config.role, config.namespace, attrs).allowed) return null;
+    const what = object.name && object.op !== 'exec' ? `${object.resource} "${object.name}"` : object.resource;
+    const resource = object.subresource ? `${object.resource}/${object.subresource}` : object.resource;
+    return statusObject(
+      403,
+      'Forbidden',
+      `${what} is forbidden: User "${SERVICE_ACCOUNT_USER}" cannot ${object.verb} resource "${resource}" in API group "" in the namespace "${object.namespace}"`,
+      { name: object.name || undefined, kind: object.resource },
+    );
+  }
+
+  // A healthy answer on a pod or secret path (apiserver-objects.js).
+  function answerObject(req, res, entry, object, tooLarge, trickle) {
+    if (object.op === 'exec') {
+      return sendJson(res, entry, 400, statusObject(400, 'BadRequest', 'Upgrade request required'));
+    }
+    if (!object.op) {
+      if (object.subresource) {
+        return sendJson(res, entry, 404, statusObject(404, 'NotFound', 'the server could not find the requested resource'));
+      }
+      return sendJson(
+        res,
+        entry,
+        405,
+        statusObject(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+      );
+    }
+    const forbidden = objectForbidden(object);
+    if (forbidden) return sendJson(res, entry, 403, forbidden);
+    if (tooLarge) {
+      return sendJson(res, entry, 413, statusObject(413, 'RequestEntityTooLarge', 'request body too large'));
+    }
+    let result;
+    if (object.op === 'create') {
+      const body = entry.body;
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+        return sendJson(res, entry, 400, statusObject(400, 'BadRequest', 'the request body is not a JSON object'));
+      }
+      result = store.create(object.resource, object.namespace, body);
+    } else if (object.op === 'get') {
+      result = store.get(object.resource, object.namespace, object.name);
+    } else if (object.op === 'list') {
+      const search = (req.url || '').includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '';
+      result = store.list(object.resource, object.namespace, new URLSearchParams(search).get('labelSelector'));
+    } else {
+      result = store.remove(object.resource, object.namespace, object.name);
+    }
+    if (result.status) {
+      const [reason, message, details] = result.status;
+      return sendJson(res, entry, result.code, statusObject(result.code, reason, message, details));
+    }
+    if (trickle) return sendTrickle(res, entry, result.code, result.object);
+    return sendJson(res, entry, result.code, result.object);
+  }
+
+  // --- exec: the WebSocket upgrade ----------------------------------------
+
+  // An HTTP answer written on the raw socket of an upgrade request (no 101).
+  function rawAnswer(socket, entry, code, object, extraHeaders) {
+    if (socket.destroyed) return;
+    const body = JSON.stringify(object);
+    const head = [
+      `HTTP/1.1 ${code} ${http.STATUS_CODES[code] || 'Unknown'}`,
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      'Connection: close',
+      ...Object.entries(extraHeaders || {}).map(([k, v]) => `${k}: ${v}`),
+    ];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+    entry.status = code;
+  }
+
+  function handleUpgrade(req, socket, head) {
+    socket.on('error', () => {});
+    const { entry, urlPath, search, kind, phase } = openEntry(req);
+    if (phase === 'refuse' || phase === 'reset') {
+      entry.status = phase === 'refuse' ? 'refused' : 'reset';
+      socket.destroy();
+      return;
+    }
+    if (phase === 'hang') {
+      entry.status = 'hang'; // silent until close(), a refuse phase, or the client gives up
+      return;
+    }
+    const status = faultAnswer(phase, kind, req.method, urlPath);
+    if (status) return rawAnswer(socket, entry, status.code, status.object, status.headers);
+    if (phase === 'malformed') {
+      const body = '{"kind":"Status","apiVersion":"v1","status":"Succ';
+      socket.end(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      entry.status = 200;
+      return;
+    }
+    if (phase === 'cutBody') {
+      const headText = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n';
+      entry.status = state.phaseOptions.hang ? 'cut-hang' : 'cut';
+      socket.write(headText.slice(0, Math.floor(headText.length / 2)), () => {
+        if (!state.phaseOptions.hang) socket.destroy();
+      });
+      return;
+    }
+    const go = () => upgradeHealthy(req, socket, head, entry, search, urlPath);
+    const waitMs = phase === 'trickle' ? (state.phaseOptions.trickleMs === undefined ? 200 : state.phaseOptions.trickleMs) : config.latencyMs;
+    if (waitMs > 0) later(waitMs, go);
+    else go();
+  }
+
+  function upgradeHealthy(req, socket, head, entry, search, urlPath) {
+    if (socket.destroyed) return;
+    const auth = req.headers.authorization || '';
+    if (auth !== `Bearer ${config.token}`) return rawAnswer(socket, entry, 401, statusObject(401, 'Unauthorized', 'Unauthorized'));
+    const object = parseObjectPath(req.method, urlPath);
+    if (!object || object.op !== 'exec') {
+      return rawAnswer(socket, entry, 404, statusObject(404, 'NotFound', 'the server could not find the requested resource'));
+    }
+    const forbidden = objectForbidden(object);
+    if (forbidden) return rawAnswer(socket, entry, 403, forbidden);
+    const pod = store.podForExec(object.namespace, object.name);
+    if (!pod) {
+      return rawAnswer(socket, entry, 404, statusObject(404, 'NotFound', `pods "${object.name}" not found`, { name: object.name, kind: 'pods' }));
+    }
+    const query = parseExecQuery(search);
+    if (query.command.length === 0) {
+      return rawAnswer(socket, entry, 400, statusObject(400, 'BadRequest', 'you must specify at least one command for the container'));
+    }
+    const container = query.container || pod.containers[0] || '';
+    if (!pod.containers.includes(container)) {
+      return rawAnswer(socket, entry, 400, statusObject(400, 'BadRequest', `container ${container} is not valid for pod ${object.name}`));
+    }
+    if (pod.phase !== 'Running') {
+      return rawAnswer(socket, entry, 400, statusObject(400, 'BadRequest', `unable to upgrade connection: container not found ("${container}")`));
+    }
+    if (!execHandler.chooseProtocol(req)) {
+      return rawAnswer(socket, entry, 400, statusObject(400, 'BadRequest', 'none of the offered subprotocols is supported'));
+    }
+    const exec = {
+      atMs: Date.now(),
+      namespace: object.namespace,
+      pod: object.name,
+      container,
+      command: query.command,
+      stdinRequested: query.stdin,
+      protocol: null,
+      stdin: '',
+      stdinBytes: 0,
+      outcome: 'opening',
+      exitCode: null,
+      endedAtMs: null,
+    };
+    entry.status = 101;
+    execHandler.upgrade(req, socket, head, exec, query, () => execs.push(exec));
+  }
+
   function sendTrickle(res, entry, code, object) {
     const opts = state.phaseOptions;
     const gapMs = opts.trickleMs === undefined ? 200 : opts.trickleMs;
@@ -781,6 +1058,13 @@ async function startApiServer(options = {}) {
 
   // --- public handle -------------------------------------------------------
 
+  /** How many requests each route got ('create pods': 2, ...), faulted ones included. */
+  function routeCounts() {
+    const out = {};
+    for (const r of requests) out[r.route] = (out[r.route] || 0) + 1;
+    return out;
+  }
+
   function counts() {
     const byPhase = {};
     const bySecond = {};
@@ -827,6 +1111,8 @@ async function startApiServer(options = {}) {
     if (state.closed) return;
     state.closed = true;
     cancelTimeline();
+    disarmTriggers();
+    execHandler.close();
     for (const timer of state.timers) clearTimeout(timer);
     state.timers.clear();
     if (state.refuseKeepAlive) {
@@ -866,17 +1152,38 @@ async function startApiServer(options = {}) {
     get phaseHistory() {
       return state.phaseHistory;
     },
-    /** Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete, rulesReviewStatus, latencyMs. */
+    /** Every exec whose WebSocket opened: { atMs, pod, container, command, stdin, stdinBytes, protocol, outcome, exitCode, ... }. */
+    get execs() {
+      return execs;
+    },
+    /** Every create and delete that reached the store: { atMs, op, resource, namespace, name, code }. */
+    get objectLog() {
+      return store.log;
+    },
+    /** The names ('namespace/name') of the pods or secrets that exist now, sorted. */
+    objects(resource) {
+      return store.names(resource);
+    },
+    /**
+     * Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete,
+     * rulesReviewStatus, latencyMs, podRunningAfterMs, execResults, execProtocols.
+     */
     configure(partial) {
       for (const key of Object.keys(partial || {})) {
         if (!(key in config)) throw new TypeError(`unknown setting ${key}`);
         if (key === 'rulesReviewStatus') config[key] = checkRulesReviewStatus(partial[key]);
+        else if (key === 'podRunningAfterMs') config[key] = checkNonNegative(key, partial[key], 1000);
+        else if (key === 'execResults') config[key] = checkExecResults(partial[key]);
+        else if (key === 'execProtocols') config[key] = checkExecProtocols(partial[key]);
         else config[key] = key === 'rulesIncomplete' ? Boolean(partial[key]) : partial[key];
       }
     },
     setPhase,
     runTimeline,
+    armTrigger,
+    disarmTriggers,
     counts,
+    routeCounts,
     resetCounts() {
       requests.length = 0;
     },
@@ -889,6 +1196,7 @@ async function startApiServer(options = {}) {
     state.listening = true;
     state.phaseHistory.push({ atMs: Date.now(), phase: 'healthy', options: { share: 1 } });
     if (options.phase && options.phase !== 'healthy') await setPhase(options.phase, options.phaseOptions);
+    for (const t of options.triggers || []) armTrigger(t && t.match, t && t.timeline);
   } catch (err) {
     await close();
     throw err;
@@ -929,8 +1237,11 @@ async function main(argv) {
         stoppedBy: why,
         url: server.url,
         counts: server.counts(),
+        routeCounts: server.routeCounts(),
         requests: server.requests,
         phaseHistory: server.phaseHistory,
+        execs: server.execs,
+        objectLog: server.objectLog,
       };
       fs.writeFileSync(args.log, `${JSON.stringify(log, null, 2)}\n`);
     }

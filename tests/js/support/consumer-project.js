@@ -3,7 +3,8 @@
 // own: its sources in a temporary folder whose node_modules mirrors an
 // installed consumer (.tools/consumer-1x or -2x) plus the repo's typescript
 // and @types/node, and its ncc bundle (one index.js plus the .wasm in dist/).
-// For tests/js/consumer.test.js and bench/chaos/. Loads no package itself.
+// For tests/js/consumer.test.js, tests/js/job.test.js, bench/chaos/ and
+// bench/job/. Loads no package itself.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -56,9 +57,13 @@ function makeConsumerProject(dir, consumerDir) {
   return dir;
 }
 
-/** Runs `ncc build src/index.ts -o dist` in `project`; resolves what runProcess does. */
-function nccBuild(project, { timeoutMs, track }) {
-  return runProcess(process.execPath, [NCC, 'build', 'src/index.ts', '-o', 'dist', '--no-cache'], {
+/**
+ * Runs `ncc build <entry> -o <out>` in `project` (src/index.ts into dist by
+ * default; src/job.ts into dist-job for the whole-job consumer); resolves
+ * what runProcess does.
+ */
+function nccBuild(project, { timeoutMs, track, entry = 'src/index.ts', out = 'dist' }) {
+  return runProcess(process.execPath, [NCC, 'build', entry, '-o', out, '--no-cache'], {
     cwd: project,
     env: process.env,
     timeoutMs,

