@@ -87,6 +87,8 @@ fn drive(check: &mut WasmPreflight, start: f64, server: impl Fn(f64, &JsValue) -
                 pending.push((now + 10.0, probe, attempt, result));
             }
             "warn" => warnings.push(text(&action, "message")),
+            // The debug trail (issue 12): one line per attempt and check.
+            "debug" => {}
             "done" => {
                 return Run {
                     outcome: get(&action, "outcome"),
@@ -241,11 +243,16 @@ fn schedule_is_deterministic_with_a_seed() {
     let a = preview_schedule(&env);
     let b = preview_schedule(&env);
     assert_eq!(a, b);
-    assert!(a.iter().all(|d| *d <= 8000.0));
+    // Each delay is capped at the 8 s maximum, except the last: the last
+    // attempt is placed at the deadline (`last_attempt_at_deadline`).
+    let (last, capped) = a.split_last().unwrap();
+    assert!(capped.iter().all(|d| *d <= 8000.0), "{a:?}");
+    assert!(a.iter().sum::<f64>() < 90_000.0 && *last > 0.0, "{a:?}");
     let none = preview_schedule(&json(
         r#"{"ACTIONS_RUNNER_PREFLIGHT_JITTER":"none","ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS":"3000","ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS":"60000","ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS":"4"}"#,
     ));
-    assert_eq!(none, vec![3000.0, 6000.0, 12000.0]);
+    // The last of the 4 attempts is placed at the deadline, not 12 s on.
+    assert_eq!(none, vec![3000.0, 6000.0, 80000.0]);
     // OS randomness (no seed) works under WASM and differs between draws.
     let os = json(
         r#"{"ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS":"60000","ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS":"300000"}"#,
@@ -388,6 +395,10 @@ fn actions_have_the_exact_shape_the_shim_reads() {
     assert_eq!(accepted.as_string().as_deref(), Some("applied"));
     assert_eq!(
         stringify(&check.poll(T0 + 10.0).unwrap()),
+        r#"{"type":"debug","message":"k8s-auth-preflight: rules review, request 1: answered: 0 rules, incomplete; done; 90.0 s of the deadline left"}"#
+    );
+    assert_eq!(
+        stringify(&check.poll(T0 + 10.0).unwrap()),
         r#"{"type":"send","probe":0,"attempt":1,"request":{"kind":"accessReview","body":{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"namespace":"ci","group":"","resource":"pods","subresource":"","verb":"create"}}}},"timeoutMs":10000}"#
     );
     // A result for an attempt that is not in flight is taken and ignored.
@@ -423,14 +434,14 @@ fn outcomes_have_every_key_with_null_for_none() {
     });
     assert_eq!(
         stringify(&run.outcome),
-        r#"{"verdict":"denied","source":null,"missing":[{"verb":"delete","group":"","resource":"pods","subresource":""},{"verb":"delete","group":"","resource":"secrets","subresource":""}],"message":"denied: delete pods, delete secrets in namespace \"ci\"","warnings":[],"record":null,"deleteRecord":true,"lastError":null,"requests":13,"provenByRules":0,"elapsedMs":10}"#
+        r#"{"verdict":"denied","source":null,"missing":[{"verb":"delete","group":"","resource":"pods","subresource":""},{"verb":"delete","group":"","resource":"secrets","subresource":""}],"message":"denied: delete pods, delete secrets in namespace \"ci\"","warnings":[],"record":null,"deleteRecord":true,"proceed":false,"lastError":null,"requests":13,"provenByRules":0,"elapsedMs":10}"#
     );
     let mut allowed = new_check(&JsValue::NULL, T0);
     let run = drive(&mut allowed, T0, |_, _| Reply::Review(true));
     let keys = js_sys::Object::keys(run.outcome.unchecked_ref::<js_sys::Object>());
     assert_eq!(
         stringify(&keys),
-        r#"["verdict","source","missing","message","warnings","record","deleteRecord","lastError","requests","provenByRules","elapsedMs"]"#
+        r#"["verdict","source","missing","message","warnings","record","deleteRecord","proceed","lastError","requests","provenByRules","elapsedMs"]"#
     );
     assert!(get(&run.outcome, "record").is_string());
     assert!(get(&run.outcome, "lastError").is_null());
@@ -627,7 +638,7 @@ fn bad_input_names_the_field_and_never_panics() {
         (r#"{"allowed":true}"#, "invalid result: type: missing"),
         (
             r#"{"type":"Reviewed","allowed":true}"#,
-            r#"invalid result: type: "Reviewed" (expected reviewed, rulesReviewed, succeeded or failed)"#,
+            r#"invalid result: type: "Reviewed" (expected reviewed, rulesReviewed, accessBody, rulesBody, succeeded or failed)"#,
         ),
     ];
     for (result, want) in results {
