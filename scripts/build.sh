@@ -37,3 +37,10 @@ fi
 raw=$(stat -c %s pkg/k8s_auth_preflight_bg.wasm)
 gz=$(gzip -9 -c pkg/k8s_auth_preflight_bg.wasm | wc -c)
 echo "build: pkg/k8s_auth_preflight_bg.wasm ${raw} bytes raw (${raw_before} before wasm-opt), ${gz} gzipped"
+
+# The JS tests' second module, with the exports only tests call (cargo
+# feature `test-exports`: classify, rulesProve, ...); never packed (target/
+# is not in package.json's files). tests/js/support/harness.js loads it.
+wasm-pack build --release --target nodejs --out-dir target/pkg-test-exports --no-pack \
+  -- --features test-exports 2>&1 | grep -v '^\[INFO\]' || true
+test -f target/pkg-test-exports/k8s_auth_preflight_bg.wasm

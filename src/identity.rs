@@ -118,7 +118,7 @@ fn jwt_subject(token: &[u8]) -> Option<(String, String)> {
         return None;
     }
     let json = base64url_decode(payload)?;
-    let claims: Claims = serde_json::from_slice(&json).ok()?;
+    let claims: Claims = serde_json::from_str(std::str::from_utf8(&json).ok()?).ok()?;
     let sub = claims.sub.filter(|s| !s.is_empty())?;
     Some((claims.iss.unwrap_or_default(), sub))
 }
