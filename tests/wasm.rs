@@ -562,6 +562,17 @@ fn bad_input_names_the_field_and_never_panics() {
             "invalid facts: codes: expected an array, got a string"
         )
     );
+    // A field present and `undefined` (not missing) where no `Option` is:
+    // named like any other wrong type (issue 11: serde reads it).
+    let present_undefined = json("{}");
+    Reflect::set(&present_undefined, &"message".into(), &JsValue::UNDEFINED).unwrap();
+    assert_eq!(
+        message(classify(present_undefined, T0, no_env)),
+        bad(
+            "PREFLIGHT_BAD_INPUT",
+            "invalid facts: message: expected a string, got undefined"
+        )
+    );
     assert_eq!(
         message(classify(JsValue::NULL, T0, no_env)),
         bad(

@@ -211,6 +211,12 @@ fn check(v: &JsValue, shape: &Shape) -> Conv<()> {
                     if *need == Need::Required {
                         return Err(Bad::new("missing".into()).at(key));
                     }
+                    // Present and `undefined`: serde reads it, and only
+                    // an `Option` takes it as none.
+                    let present = Reflect::has(v, &JsValue::from_str(key)).unwrap_or(false);
+                    if present && *need == Need::Default {
+                        check(&value, shape).map_err(|e| e.at(key))?;
+                    }
                 } else if !(value.is_null() && *need == Need::Optional) {
                     check(&value, shape).map_err(|e| e.at(key))?;
                 }
