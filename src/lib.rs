@@ -25,7 +25,6 @@ pub mod classify;
 pub mod config;
 pub mod hedge;
 pub mod identity;
-pub mod json;
 pub mod permission;
 pub mod preflight;
 pub mod random;

@@ -13,7 +13,7 @@ pub fn quoted(s: &str) -> String {
 
 /// `s` in double quotes with `"`, `\`, `\n`, `\r` and `\t` escaped, and
 /// every other character for which `special` holds written by `escape`:
-/// the one loop behind [`quoted`] and [`crate::json::string`].
+/// the loop behind [`quoted`].
 pub(crate) fn quote_with(
     s: &str,
     special: fn(char) -> bool,

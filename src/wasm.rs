@@ -1,25 +1,37 @@
 //! The WebAssembly boundary: conversion only, no decisions.
 //!
 //! Every function here turns JS values into Rust values, calls the core, and
-//! turns the answer back (hand-written in [`convert`]: camelCase objects in
-//! JSON-compatible form, `null` for none, plain numbers for times). Errors
-//! cross as JS `Error`s with a stable `code` property.
+//! turns the answer back (the wire types in [`wire`], with serde and
+//! serde-wasm-bindgen: camelCase objects in JSON-compatible form, `null` for
+//! none, plain numbers for times). Errors cross as JS `Error`s with a stable
+//! `code` property.
+//!
+//! Exports that only tests call (`classify`, `rulesProve`,
+//! `settingsWarnings`, `previewSchedule`, `probeCount`) are built with the
+//! cargo feature `test-exports` only: `wasm-pack test` turns it on (the
+//! crate's dev-dependency on itself), and `scripts/build.sh` builds a second
+//! module with it for the JS tests; the package ships without them.
 
-mod convert;
+mod wire;
 
 use std::time::Duration;
 
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
 use crate::config::{EnvValue, Settings, PREFIX};
 use crate::preflight::{self, Preflight as Machine, ResultError, SetupError};
+#[cfg(feature = "test-exports")]
 use crate::random::RandomSource;
+#[cfg(feature = "test-exports")]
 use crate::rules;
 use crate::runner_key;
+#[cfg(feature = "test-exports")]
 use crate::schedule::Schedule;
 use crate::single_flight::SingleFlight;
+use wire::{write, Bad};
 
 /// A preflight check (or a generic call) driven from JavaScript.
 #[wasm_bindgen(js_name = Preflight)]
@@ -45,13 +57,13 @@ impl WasmPreflight {
         key_file: &JsValue,
     ) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
-        let permissions = read(&permissions, "permissions", convert::permission_specs)?;
+        let permissions = read(&permissions, "permissions", permission_specs)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
         let key_file = if key_file.is_undefined() {
             None
         } else {
-            Some(read(key_file, "keyFile", convert::key_file_report)?)
+            Some(read(key_file, "keyFile", wire::key_file_report)?)
         };
         let machine = Machine::from_env_keyed(
             values(&env),
@@ -79,7 +91,7 @@ impl WasmPreflight {
     /// `{type:'done', outcome}`.
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         let now = time(now_ms)?;
-        Ok(convert::action(&self.machine.poll(now)))
+        Ok(write(&wire::ActionOut::from(&self.machine.poll(now))))
     }
 
     /// Reports a result: `{type:'reviewed', allowed}`, `{type:'succeeded'}`
@@ -92,12 +104,15 @@ impl WasmPreflight {
         now_ms: f64,
         result: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let result = read(&result, "result", convert::probe_result)?;
+        let result = read(&result, "result", wire::probe_result)?;
         let accepted = self
             .machine
             .on_result(probe as usize, attempt, time(now_ms)?, result)
             .map_err(result_error)?;
-        Ok(convert::accepted(accepted))
+        Ok(JsValue::from_str(match accepted {
+            preflight::Accepted::Applied => "applied",
+            preflight::Accepted::Stale => "stale",
+        }))
     }
 
     /// True when a fresh record answered the check as it started: the
@@ -117,6 +132,7 @@ impl WasmPreflight {
     }
 
     /// How many reviews this check runs.
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(js_name = probeCount)]
     pub fn probe_count(&self) -> u32 {
         self.machine.probe_count() as u32
@@ -133,7 +149,7 @@ pub fn cache_file_name(
     credential: &JsValue,
 ) -> Result<Option<String>, JsValue> {
     let env = env_pairs(env);
-    let permissions = read(&permissions, "permissions", convert::permission_specs)?;
+    let permissions = read(&permissions, "permissions", permission_specs)?;
     let credential = bytes(credential);
     preflight::cache_file_name(values(&env), &permissions, namespace, credential.as_deref())
         .map_err(setup_error)
@@ -153,19 +169,7 @@ pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
     };
     let answer =
         crate::cache_folder::cache_folder(runner_temp.as_deref(), cache_dir.as_string().as_deref());
-    let (folder, warning) = match answer {
-        crate::cache_folder::CacheFolder::Folder(folder) => {
-            (JsValue::from_str(&folder), JsValue::NULL)
-        }
-        crate::cache_folder::CacheFolder::None { warning } => {
-            (JsValue::NULL, JsValue::from_str(warning))
-        }
-    };
-    let object = Object::new();
-    // Setting a property of a fresh plain object cannot fail.
-    let _ = Reflect::set(&object, &JsValue::from_str("folder"), &folder);
-    let _ = Reflect::set(&object, &JsValue::from_str("warning"), &warning);
-    object.into()
+    write(&wire::CacheFolderOut::from(&answer))
 }
 
 /// `runnerKeyFile(env)`: `{file, folder}` where the runner key file is
@@ -182,14 +186,14 @@ pub fn runner_key_file(env: &JsValue) -> JsValue {
     let at = runner_key::location(&settings, home)
         .ok()
         .filter(|_| settings.cache_enabled);
-    convert::key_location(at.as_ref())
+    write(&wire::KeyLocationOut::from(at.as_ref()))
 }
 
 /// `runnerKeyToCreate(facts)`: the text of a new key file to create after
 /// this report on the path, or null (something is there already).
 #[wasm_bindgen(js_name = runnerKeyToCreate)]
 pub fn runner_key_to_create(facts: &JsValue) -> Result<Option<String>, JsValue> {
-    let report = read(facts, "keyFile", convert::key_file_report)?;
+    let report = read(facts, "keyFile", wire::key_file_report)?;
     Ok(runner_key::to_create(&report.facts))
 }
 
@@ -202,10 +206,15 @@ pub fn runner_key_max_bytes() -> u32 {
 
 /// `rulesProve(status, permissions)`: for each permission (flattened, one
 /// verb each, in the order given), whether the rules review status proves it.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = rulesProve)]
 pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsValue> {
-    let status = read(&status, "status", convert::rules_status)?;
-    let permissions = read(&permissions, "permissions", convert::permissions)?;
+    let status = read(&status, "status", |v| {
+        wire::read::<wire::RulesStatusIn, wire::Wire<_>>(v).map(|w| w.0)
+    })?;
+    let permissions = read(&permissions, "permissions", |v| {
+        wire::read::<Vec<wire::PermissionIn>, wire::Permissions>(v).map(|p| p.0)
+    })?;
     Ok(rules::proven(&status, &permissions)
         .into_iter()
         .map(u8::from)
@@ -213,18 +222,19 @@ pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsV
 }
 
 /// `classify(facts, nowMs, env?)`: the class of one failure.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen]
 pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
-    let facts = read(&facts, "facts", convert::error_facts)?;
+    let facts = read(&facts, "facts", |v| {
+        wire::read::<wire::ErrorFactsIn, wire::Wire<_>>(v).map(|w| w.0)
+    })?;
     let settings = settings_from(env).0;
-    Ok(convert::class(&classify_facts(
-        &facts,
-        time(now_ms)?,
-        settings.max_retry_after,
-    )))
+    let class = classify_facts(&facts, time(now_ms)?, settings.max_retry_after);
+    Ok(write(&wire::ClassOut::from(&class)))
 }
 
 /// `settingsWarnings(env)`: the warnings the settings in `env` produce.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = settingsWarnings)]
 pub fn settings_warnings(env: &JsValue) -> Vec<String> {
     settings_from(env).1
@@ -233,6 +243,7 @@ pub fn settings_warnings(env: &JsValue) -> Vec<String> {
 /// `previewSchedule(env)`: the delays (ms) the settings in `env` give if
 /// every attempt fails at once (seeded by `ACTIONS_RUNNER_PREFLIGHT_SEED`,
 /// else OS randomness).
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = previewSchedule)]
 pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
     let settings = settings_from(env).0;
@@ -246,6 +257,7 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
         .collect()
 }
 
+#[cfg(feature = "test-exports")]
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
     let env = env_pairs(env);
     let (settings, errors) = Settings::from_env_values(&values(&env));
@@ -275,7 +287,7 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         } else if let Some(b) = value.as_bool() {
             EnvText::Text(if b { "true" } else { "false" }.into())
         } else if let Some(n) = value.as_f64() {
-            EnvText::Text(convert::js_number(n))
+            EnvText::Text(wire::js_number(n))
         } else if value.is_bigint() {
             EnvText::Text(String::from(
                 js_sys::BigInt::unchecked_from_js(value)
@@ -344,7 +356,7 @@ fn time(now_ms: f64) -> Result<u64, JsValue> {
             "PREFLIGHT_BAD_TIME",
             &format!(
                 "nowMs must be a finite, non-negative number of ms, got {}",
-                convert::js_number(now_ms)
+                wire::js_number(now_ms)
             ),
         ))
     }
@@ -355,9 +367,14 @@ fn time(now_ms: f64) -> Result<u64, JsValue> {
 fn read<T>(
     value: &JsValue,
     what: &str,
-    convert: fn(&JsValue) -> Result<T, convert::Bad>,
+    convert: fn(&JsValue) -> Result<T, Bad>,
 ) -> Result<T, JsValue> {
     convert(value).map_err(|e| error("PREFLIGHT_BAD_INPUT", &e.message(what)))
+}
+
+/// The permission table, through its wire rows.
+fn permission_specs(v: &JsValue) -> Result<Vec<crate::permission::PermissionSpec>, Bad> {
+    wire::read::<Vec<wire::PermissionSpecIn>, wire::PermissionSpecs>(v).map(|p| p.0)
 }
 
 fn setup_error(e: SetupError) -> JsValue {
@@ -384,11 +401,8 @@ fn error(code: &str, message: &str) -> JsValue {
 #[wasm_bindgen(js_name = runnerHooksPermissions)]
 pub fn runner_hooks_permissions() -> JsValue {
     let table = crate::permission::runner_hooks_permissions();
-    table
-        .iter()
-        .map(convert::permission_spec_out)
-        .collect::<js_sys::Array>()
-        .into()
+    let rows: Vec<wire::PermissionSpecOut> = table.iter().map(Into::into).collect();
+    write(&rows)
 }
 
 /// `maxRecordBytes()`: the largest cache file worth reading; the shim reads
@@ -409,7 +423,8 @@ impl WasmSingleFlight {
     /// `new SingleFlight(env, nowMs)`.
     #[wasm_bindgen(constructor)]
     pub fn new(env: &JsValue, now_ms: f64) -> Result<WasmSingleFlight, JsValue> {
-        let settings = settings_from(env).0;
+        let env = env_pairs(env);
+        let settings = Settings::from_env_values(&values(&env)).0;
         Ok(WasmSingleFlight {
             flight: SingleFlight::new(&settings, time(now_ms)?),
         })
@@ -419,7 +434,9 @@ impl WasmSingleFlight {
     /// `{type:'reread'}`, `{type:'wait', untilMs}`, `{type:'lead', budgetMs}`,
     /// `{type:'alone', budgetMs, warning}` or `{type:'useRecord'}`.
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
-        Ok(convert::flight_action(&self.flight.poll(time(now_ms)?)))
+        Ok(write(&wire::FlightActionOut::from(
+            &self.flight.poll(time(now_ms)?),
+        )))
     }
 
     /// `onLock(nowMs, attempt)`: `{type:'acquired'}`, `{type:'unavailable'}`
@@ -428,7 +445,7 @@ impl WasmSingleFlight {
     #[wasm_bindgen(js_name = onLock)]
     pub fn on_lock(&mut self, now_ms: f64, attempt: &JsValue) -> Result<(), JsValue> {
         let now = time(now_ms)?;
-        let attempt = read(attempt, "lock attempt", convert::lock_attempt)?;
+        let attempt = read(attempt, "lock attempt", wire::lock_attempt)?;
         self.flight.on_lock(now, attempt);
         Ok(())
     }
