@@ -12,6 +12,7 @@
 //! crate's dev-dependency on itself), and `scripts/build.sh` builds a second
 //! module with it for the JS tests; the package ships without them.
 
+mod de;
 mod wire;
 
 use std::time::Duration;
@@ -31,7 +32,8 @@ use crate::runner_key;
 #[cfg(feature = "test-exports")]
 use crate::schedule::Schedule;
 use crate::single_flight::SingleFlight;
-use wire::{write, Bad};
+use de::{js_number, Bad};
+use wire::write;
 
 /// A preflight check (or a generic call) driven from JavaScript.
 #[wasm_bindgen(js_name = Preflight)]
@@ -57,7 +59,7 @@ impl WasmPreflight {
         key_file: &JsValue,
     ) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
-        let permissions = read(&permissions, "permissions", permission_specs)?;
+        let permissions = read(&permissions, "permissions", wire::permission_specs)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
         let key_file = if key_file.is_undefined() {
@@ -149,7 +151,7 @@ pub fn cache_file_name(
     credential: &JsValue,
 ) -> Result<Option<String>, JsValue> {
     let env = env_pairs(env);
-    let permissions = read(&permissions, "permissions", permission_specs)?;
+    let permissions = read(&permissions, "permissions", wire::permission_specs)?;
     let credential = bytes(credential);
     preflight::cache_file_name(values(&env), &permissions, namespace, credential.as_deref())
         .map_err(setup_error)
@@ -209,12 +211,8 @@ pub fn runner_key_max_bytes() -> u32 {
 #[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = rulesProve)]
 pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsValue> {
-    let status = read(&status, "status", |v| {
-        wire::read::<wire::RulesStatusIn, wire::Wire<_>>(v).map(|w| w.0)
-    })?;
-    let permissions = read(&permissions, "permissions", |v| {
-        wire::read::<Vec<wire::PermissionIn>, wire::Permissions>(v).map(|p| p.0)
-    })?;
+    let status = read(&status, "status", wire::rules_status)?;
+    let permissions = read(&permissions, "permissions", wire::permissions)?;
     Ok(rules::proven(&status, &permissions)
         .into_iter()
         .map(u8::from)
@@ -225,9 +223,7 @@ pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsV
 #[cfg(feature = "test-exports")]
 #[wasm_bindgen]
 pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
-    let facts = read(&facts, "facts", |v| {
-        wire::read::<wire::ErrorFactsIn, wire::Wire<_>>(v).map(|w| w.0)
-    })?;
+    let facts = read(&facts, "facts", wire::error_facts)?;
     let settings = settings_from(env).0;
     let class = classify_facts(&facts, time(now_ms)?, settings.max_retry_after);
     Ok(write(&wire::ClassOut::from(&class)))
@@ -287,7 +283,7 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         } else if let Some(b) = value.as_bool() {
             EnvText::Text(if b { "true" } else { "false" }.into())
         } else if let Some(n) = value.as_f64() {
-            EnvText::Text(wire::js_number(n))
+            EnvText::Text(js_number(n))
         } else if value.is_bigint() {
             EnvText::Text(String::from(
                 js_sys::BigInt::unchecked_from_js(value)
@@ -356,7 +352,7 @@ fn time(now_ms: f64) -> Result<u64, JsValue> {
             "PREFLIGHT_BAD_TIME",
             &format!(
                 "nowMs must be a finite, non-negative number of ms, got {}",
-                wire::js_number(now_ms)
+                js_number(now_ms)
             ),
         ))
     }
@@ -370,11 +366,6 @@ fn read<T>(
     convert: fn(&JsValue) -> Result<T, Bad>,
 ) -> Result<T, JsValue> {
     convert(value).map_err(|e| error("PREFLIGHT_BAD_INPUT", &e.message(what)))
-}
-
-/// The permission table, through its wire rows.
-fn permission_specs(v: &JsValue) -> Result<Vec<crate::permission::PermissionSpec>, Bad> {
-    wire::read::<Vec<wire::PermissionSpecIn>, wire::PermissionSpecs>(v).map(|p| p.0)
 }
 
 fn setup_error(e: SetupError) -> JsValue {

@@ -1,28 +1,24 @@
-//! The boundary's wire types: plain structs in the shapes the shim builds
-//! and reads (camelCase keys), crossing with serde-wasm-bindgen, and the
-//! conversions to and from the core's types. No decisions.
+//! The boundary's wire types: plain structs and enums in the shapes the shim
+//! builds and reads (camelCase keys), and their conversions to and from the
+//! core's types. No decisions.
 //!
-//! In: [`read`] takes a JS value into a wire struct, then into the core's
-//! type. A missing field takes its default; `null` is "none" only where the
-//! wire field is an `Option`. Anything of the wrong type is a [`Bad`] that
-//! names the field (`[0].verbs[1]: expected a string, got a number`).
-//! serde's errors carry no path, so when serde refuses a value the same
-//! value is checked against the wire type's [`Shape`] (a table next to each
-//! struct), which finds the first bad field in declaration order and says
-//! what it is in JS terms; serde's own text is kept only if the check finds
-//! nothing. A path tracker (serde_path_to_error) did the same for about
-//! 23 KB of `.wasm`.
+//! In: `#[derive(Deserialize)]` types, read by [`super::de`] (a serde
+//! `Deserializer` over the JS value that names a bad field:
+//! `[0].verbs[1]: expected a string, got a number`). A tagged input is a
+//! wire enum: an object whose `type` names the variant, with the variant's
+//! fields beside it; a new kind of fact is a new variant.
 //!
-//! Out: [`write`] makes fresh plain objects (serde-wasm-bindgen's
-//! JSON-compatible serializer): keys in declaration order, `null` for none,
-//! plain numbers for times and counts, and the tagged shapes the shim reads
-//! (`{type: 'send', ...}`, `{kind: 'accessReview', body}`).
+//! Out: `#[derive(Serialize)]` types, written by serde-wasm-bindgen's
+//! JSON-compatible serializer ([`write`]): fresh plain objects, keys in
+//! declaration order, `null` for none, plain numbers for times and counts,
+//! and the tagged shapes the shim reads (`#[serde(tag = "type")]`:
+//! `{type: 'send', ...}`; `{kind: 'accessReview', body}`).
 
-use js_sys::{Array, Reflect};
-use serde::de::{DeserializeOwned, Visitor};
+use serde::de::Visitor;
 use serde::{Deserialize, Deserializer, Serialize};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
+use super::de::{read, Bad};
 use crate::cache_folder::CacheFolder;
 #[cfg(feature = "test-exports")]
 use crate::classify::Class;
@@ -34,217 +30,11 @@ use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport, KeyLocation};
 use crate::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::text::quoted;
 
-// ---- errors ----------------------------------------------------------------
-
-/// An input that does not have the expected shape: where, and what is wrong.
-pub struct Bad {
-    path: String,
-    problem: String,
-}
-
-impl Bad {
-    fn new(problem: String) -> Bad {
-        Bad {
-            path: String::new(),
-            problem,
-        }
-    }
-
-    /// The same problem, one level further out (`key` or `[index]`).
-    fn at(mut self, segment: &str) -> Bad {
-        if !self.path.is_empty() && !self.path.starts_with('[') {
-            self.path.insert(0, '.');
-        }
-        self.path.insert_str(0, segment);
-        self
-    }
-
-    /// `invalid <what>: <path>: <problem>`.
-    pub fn message(&self, what: &str) -> String {
-        if self.path.is_empty() {
-            format!("invalid {what}: {}", self.problem)
-        } else {
-            format!("invalid {what}: {}: {}", self.path, self.problem)
-        }
-    }
-}
-
-type Conv<T> = Result<T, Bad>;
-
-/// What a value is, for messages: `a string`, `null`, `an array`, ...
-/// (JS's `typeof`, with `null` and arrays told apart).
-fn kind_of(v: &JsValue) -> String {
-    if v.is_null() {
-        return "null".into();
-    }
-    if Array::is_array(v) {
-        return "an array".into();
-    }
-    let name = v.js_typeof().as_string().unwrap_or_default();
-    match name.as_str() {
-        "undefined" => name,
-        "object" => "an object".into(),
-        _ => format!("a {name}"),
-    }
-}
-
-/// JS's own spelling of a number (`NaN`, `-1`, `Infinity`).
-pub fn js_number(n: f64) -> String {
-    js_sys::Number::from(n)
-        .to_string_with_radix(10)
-        .ok()
-        .and_then(|s| s.as_string())
-        .unwrap_or_default()
-}
-
 // ---- reading ---------------------------------------------------------------
-
-/// A wire type and the shape its serde errors are explained by.
-pub trait Wired: DeserializeOwned {
-    /// What the JS value must look like.
-    const SHAPE: Shape;
-}
-
-impl<W: Wired> Wired for Vec<W> {
-    const SHAPE: Shape = Shape::List(&W::SHAPE);
-}
-
-/// `value` as the wire type `W`, then as `T`.
-pub fn read<W, T>(value: &JsValue) -> Conv<T>
-where
-    W: Wired,
-    T: TryFrom<W, Error = Bad>,
-{
-    let wire: W = parse(value)?;
-    T::try_from(wire)
-}
-
-fn parse<W: Wired>(value: &JsValue) -> Conv<W> {
-    serde_wasm_bindgen::from_value(value.clone()).map_err(|e| explain(value, &W::SHAPE, e))
-}
-
-#[cold]
-fn explain(value: &JsValue, shape: &Shape, e: serde_wasm_bindgen::Error) -> Bad {
-    match check(value, shape) {
-        Err(bad) => bad,
-        Ok(()) => Bad::new(e.to_string()),
-    }
-}
-
-/// What a JS value must be, for messages.
-pub enum Shape {
-    /// A string.
-    Str,
-    /// `true` or `false`.
-    Bool,
-    /// A whole number up to this.
-    Whole(u32),
-    /// A finite number (of ms).
-    Ms,
-    /// A Uint8Array.
-    Bytes,
-    /// An array of these.
-    List(&'static Shape),
-    /// An object with these fields, in the order serde reads them.
-    Object(&'static [Field]),
-}
-
-/// One field of an object: its key, its shape, and what missing and
-/// `null` mean.
-pub struct Field(&'static str, Shape, Need);
-
-/// What a field may be besides its shape.
-#[derive(PartialEq)]
-pub enum Need {
-    /// Must be there (`undefined` is missing).
-    Required,
-    /// Missing takes the default; `null` is wrong.
-    Default,
-    /// Missing or `null` is none.
-    Optional,
-}
-
-/// The first problem with `v` as `shape`, in the order serde reads.
-fn check(v: &JsValue, shape: &Shape) -> Conv<()> {
-    let expected = match shape {
-        Shape::Str if v.as_string().is_some() => return Ok(()),
-        Shape::Bool if v.as_bool().is_some() => return Ok(()),
-        Shape::Whole(max) => match v.as_f64() {
-            Some(n) if (0.0..=f64::from(*max)).contains(&n) && n.fract() == 0.0 => return Ok(()),
-            Some(n) => {
-                return Err(Bad::new(format!(
-                    "expected a whole number from 0 to {max}, got {}",
-                    js_number(n)
-                )))
-            }
-            None => {
-                return Err(Bad::new(format!(
-                    "expected a whole number from 0 to {max}, got {}",
-                    kind_of(v)
-                )))
-            }
-        },
-        Shape::Ms => match v.as_f64() {
-            Some(n) if n.is_finite() => return Ok(()),
-            Some(n) => {
-                return Err(Bad::new(format!(
-                    "expected a finite number of ms, got {}",
-                    js_number(n)
-                )))
-            }
-            None => "a finite number of ms",
-        },
-        Shape::Bytes if v.is_instance_of::<js_sys::Uint8Array>() => return Ok(()),
-        Shape::List(item) => match v.dyn_ref::<Array>() {
-            Some(array) => {
-                for i in 0..array.length() {
-                    check(&array.get(i), item).map_err(|e| e.at(&format!("[{i}]")))?;
-                }
-                return Ok(());
-            }
-            None => "an array",
-        },
-        Shape::Object(fields) if v.is_object() => {
-            for Field(key, shape, need) in fields.iter() {
-                let value = Reflect::get(v, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
-                if value.is_undefined() {
-                    if *need == Need::Required {
-                        return Err(Bad::new("missing".into()).at(key));
-                    }
-                    // Present and `undefined`: serde reads it, and only
-                    // an `Option` takes it as none.
-                    let present = Reflect::has(v, &JsValue::from_str(key)).unwrap_or(false);
-                    if present && *need == Need::Default {
-                        check(&value, shape).map_err(|e| e.at(key))?;
-                    }
-                } else if !(value.is_null() && *need == Need::Optional) {
-                    check(&value, shape).map_err(|e| e.at(key))?;
-                }
-            }
-            return Ok(());
-        }
-        Shape::Str => "a string",
-        Shape::Bool => "true or false",
-        Shape::Bytes => "a Uint8Array",
-        Shape::Object(_) => "an object",
-    };
-    Err(Bad::new(format!("expected {expected}, got {}", kind_of(v))))
-}
-
-/// `Wired` for a struct, with its fields' shapes.
-macro_rules! shape {
-    ($wire:ty { $($key:literal: $shape:expr, $need:ident;)* }) => {
-        impl Wired for $wire {
-            const SHAPE: Shape = Shape::Object(&[$(Field($key, $shape, Need::$need)),*]);
-        }
-    };
-}
-
-const STRINGS: Shape = Shape::List(&Shape::Str);
 
 /// A row of the permission table: `{group?, resource?, subresource?, verbs?, verb?}`.
 #[derive(Deserialize)]
-pub struct PermissionSpecIn {
+struct PermissionSpecIn {
     #[serde(default)]
     group: String,
     #[serde(default)]
@@ -258,76 +48,49 @@ pub struct PermissionSpecIn {
 }
 
 /// The permission table: an array of rows.
-pub struct PermissionSpecs(pub Vec<PermissionSpec>);
-
-impl TryFrom<Vec<PermissionSpecIn>> for PermissionSpecs {
-    type Error = Bad;
-    fn try_from(rows: Vec<PermissionSpecIn>) -> Conv<Self> {
-        Ok(PermissionSpecs(
-            rows.into_iter()
-                .map(|r| PermissionSpec {
-                    group: r.group,
-                    resource: r.resource,
-                    subresource: r.subresource,
-                    verbs: r.verbs,
-                    verb: r.verb,
-                })
-                .collect(),
-        ))
-    }
+pub fn permission_specs(v: &JsValue) -> Result<Vec<PermissionSpec>, Bad> {
+    let rows: Vec<PermissionSpecIn> = read(v)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| PermissionSpec {
+            group: r.group,
+            resource: r.resource,
+            subresource: r.subresource,
+            verbs: r.verbs,
+            verb: r.verb,
+        })
+        .collect())
 }
-
-shape!(PermissionSpecIn {
-    "group": Shape::Str, Default;
-    "resource": Shape::Str, Default;
-    "subresource": Shape::Str, Default;
-    "verbs": STRINGS, Default;
-    "verb": Shape::Str, Optional;
-});
 
 /// One flattened permission: `{verb, group, resource, subresource}`, all required.
 #[cfg(feature = "test-exports")]
 #[derive(Deserialize)]
-pub struct PermissionIn {
+struct PermissionIn {
     verb: String,
     group: String,
     resource: String,
     subresource: String,
 }
 
-#[cfg(feature = "test-exports")]
-shape!(PermissionIn {
-    "verb": Shape::Str, Required;
-    "group": Shape::Str, Required;
-    "resource": Shape::Str, Required;
-    "subresource": Shape::Str, Required;
-});
-
 /// Flattened permissions: an array of them.
 #[cfg(feature = "test-exports")]
-pub struct Permissions(pub Vec<Permission>);
-
-#[cfg(feature = "test-exports")]
-impl TryFrom<Vec<PermissionIn>> for Permissions {
-    type Error = Bad;
-    fn try_from(list: Vec<PermissionIn>) -> Conv<Self> {
-        Ok(Permissions(
-            list.into_iter()
-                .map(|p| Permission {
-                    verb: p.verb,
-                    group: p.group,
-                    resource: p.resource,
-                    subresource: p.subresource,
-                })
-                .collect(),
-        ))
-    }
+pub fn permissions(v: &JsValue) -> Result<Vec<Permission>, Bad> {
+    let list: Vec<PermissionIn> = read(v)?;
+    Ok(list
+        .into_iter()
+        .map(|p| Permission {
+            verb: p.verb,
+            group: p.group,
+            resource: p.resource,
+            subresource: p.subresource,
+        })
+        .collect())
 }
 
 /// What the shim saw about a failure (see `js-shim/facts.js`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ErrorFactsIn {
+struct ErrorFactsIn {
     #[serde(default)]
     status: Option<u16>,
     #[serde(default)]
@@ -344,16 +107,6 @@ pub struct ErrorFactsIn {
     credential_source: Option<String>,
 }
 
-shape!(ErrorFactsIn {
-    "status": Shape::Whole(65535), Optional;
-    "codes": STRINGS, Default;
-    "retryAfter": Shape::Str, Optional;
-    "timedOut": Shape::Bool, Default;
-    "name": Shape::Str, Optional;
-    "message": Shape::Str, Default;
-    "credentialSource": Shape::Str, Optional;
-});
-
 impl From<ErrorFactsIn> for ErrorFacts {
     fn from(f: ErrorFactsIn) -> ErrorFacts {
         ErrorFacts {
@@ -368,30 +121,16 @@ impl From<ErrorFactsIn> for ErrorFacts {
     }
 }
 
-/// `TryFrom` for the plain `From`s, for [`read`].
+/// A failure's facts, alone (`classify`).
 #[cfg(feature = "test-exports")]
-macro_rules! infallible {
-    ($($wire:ty => $core:ty),*) => {$(
-        impl TryFrom<$wire> for Wire<$core> {
-            type Error = Bad;
-            fn try_from(w: $wire) -> Conv<Self> {
-                Ok(Wire(<$core>::from(w)))
-            }
-        }
-    )*};
+pub fn error_facts(v: &JsValue) -> Result<ErrorFacts, Bad> {
+    read::<ErrorFactsIn>(v).map(ErrorFacts::from)
 }
-
-/// A core value read through its wire type.
-#[cfg(feature = "test-exports")]
-pub struct Wire<T>(pub T);
-
-#[cfg(feature = "test-exports")]
-infallible!(ErrorFactsIn => ErrorFacts, RulesStatusIn => RulesStatus);
 
 /// The `status` of a SelfSubjectRulesReview.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RulesStatusIn {
+struct RulesStatusIn {
     #[serde(default)]
     resource_rules: Vec<ResourceRuleIn>,
     #[serde(default)]
@@ -413,19 +152,6 @@ struct ResourceRuleIn {
     resource_names: Vec<String>,
 }
 
-shape!(RulesStatusIn {
-    "resourceRules": Shape::List(&ResourceRuleIn::SHAPE), Default;
-    "incomplete": Shape::Bool, Default;
-    "evaluationError": Shape::Str, Optional;
-});
-
-shape!(ResourceRuleIn {
-    "verbs": STRINGS, Default;
-    "apiGroups": STRINGS, Default;
-    "resources": STRINGS, Default;
-    "resourceNames": STRINGS, Default;
-});
-
 impl From<RulesStatusIn> for RulesStatus {
     fn from(s: RulesStatusIn) -> RulesStatus {
         RulesStatus {
@@ -445,135 +171,99 @@ impl From<RulesStatusIn> for RulesStatus {
     }
 }
 
-/// The `type` of a tagged object; the rest is read by the type's own struct.
+/// A rules review's status, alone (`rulesProve`).
+#[cfg(feature = "test-exports")]
+pub fn rules_status(v: &JsValue) -> Result<RulesStatus, Bad> {
+    read::<RulesStatusIn>(v).map(RulesStatus::from)
+}
+
+/// A request's result, by its `type`. Only the fields of that type are read.
 #[derive(Deserialize)]
-struct TypeIn {
+#[serde(rename_all = "camelCase")]
+enum ResultIn {
+    /// `{type: 'reviewed', allowed, reason?}`
+    Reviewed {
+        allowed: bool,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// `{type: 'rulesReviewed', status?}`
+    RulesReviewed {
+        #[serde(default)]
+        status: Option<RulesStatusIn>,
+    },
+    /// `{type: 'accessBody', body}`
+    AccessBody { body: String },
+    /// `{type: 'rulesBody', body}`
+    RulesBody { body: String },
+    /// `{type: 'succeeded'}`
+    Succeeded,
+    /// `{type: 'failed', facts?}`
+    Failed {
+        #[serde(default)]
+        facts: Option<ErrorFactsIn>,
+    },
+}
+
+/// A request's result (see [`ResultIn`]).
+pub fn probe_result(v: &JsValue) -> Result<ProbeResult, Bad> {
+    Ok(match read::<ResultIn>(v)? {
+        ResultIn::Reviewed { allowed, reason } => ProbeResult::Reviewed { allowed, reason },
+        ResultIn::RulesReviewed { status } => ProbeResult::RulesReviewed {
+            status: status.map(RulesStatus::from).unwrap_or_default(),
+        },
+        ResultIn::AccessBody { body } => ProbeResult::AccessBody { body },
+        ResultIn::RulesBody { body } => ProbeResult::RulesBody { body },
+        ResultIn::Succeeded => ProbeResult::Succeeded,
+        ResultIn::Failed { facts } => ProbeResult::Failed {
+            facts: facts.map(ErrorFacts::from).unwrap_or_default(),
+        },
+    })
+}
+
+/// The `type` of a lock attempt, read before the rest (its unknown-type
+/// message predates the wire enums).
+#[derive(Deserialize)]
+struct TagIn {
     #[serde(rename = "type")]
     kind: String,
-}
-
-#[derive(Deserialize)]
-struct ReviewedIn {
-    allowed: bool,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RulesReviewedIn {
-    #[serde(default)]
-    status: Option<RulesStatusIn>,
-}
-
-#[derive(Deserialize)]
-struct BodyIn {
-    body: String,
-}
-
-#[derive(Deserialize)]
-struct FailedIn {
-    #[serde(default)]
-    facts: Option<ErrorFactsIn>,
-}
-
-shape!(TypeIn { "type": Shape::Str, Required; });
-shape!(ReviewedIn {
-    "allowed": Shape::Bool, Required;
-    "reason": Shape::Str, Optional;
-});
-shape!(RulesReviewedIn { "status": RulesStatusIn::SHAPE, Optional; });
-shape!(BodyIn { "body": Shape::Str, Required; });
-shape!(FailedIn { "facts": ErrorFactsIn::SHAPE, Optional; });
-
-/// A request's result, by its `type`: `{type: 'reviewed', allowed, reason?}`,
-/// `{type: 'rulesReviewed', status?}`, `{type: 'accessBody', body}`,
-/// `{type: 'rulesBody', body}`, `{type: 'succeeded'}` or
-/// `{type: 'failed', facts?}`. Only the fields of that type are read.
-pub fn probe_result(v: &JsValue) -> Conv<ProbeResult> {
-    let tag: TypeIn = parse(v)?;
-    Ok(match tag.kind.as_str() {
-        "reviewed" => {
-            let r: ReviewedIn = parse(v)?;
-            ProbeResult::Reviewed {
-                allowed: r.allowed,
-                reason: r.reason,
-            }
-        }
-        "rulesReviewed" => ProbeResult::RulesReviewed {
-            status: parse::<RulesReviewedIn>(v)?
-                .status
-                .map(RulesStatus::from)
-                .unwrap_or_default(),
-        },
-        "accessBody" => ProbeResult::AccessBody {
-            body: parse::<BodyIn>(v)?.body,
-        },
-        "rulesBody" => ProbeResult::RulesBody {
-            body: parse::<BodyIn>(v)?.body,
-        },
-        "succeeded" => ProbeResult::Succeeded,
-        "failed" => ProbeResult::Failed {
-            facts: parse::<FailedIn>(v)?
-                .facts
-                .map(ErrorFacts::from)
-                .unwrap_or_default(),
-        },
-        other => {
-            return Err(Bad::new(format!(
-                "{} (expected reviewed, rulesReviewed, accessBody, rulesBody, succeeded or failed)",
-                quoted(other)
-            ))
-            .at("type"))
-        }
-    })
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct HeldIn {
     age_ms: f64,
-    holder: String,
+    holder: HolderIn,
 }
 
-shape!(HeldIn {
-    "ageMs": Shape::Ms, Required;
-    "holder": Shape::Str, Required;
-});
+#[derive(Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum HolderIn {
+    Alive,
+    Dead,
+    Unknown,
+    Invalid,
+}
 
 /// `{type: 'acquired'}`, `{type: 'unavailable'}`, or `{type: 'held', ageMs,
 /// holder}` with holder `alive`, `dead`, `unknown` or `invalid`. A negative
 /// age (a clock stepped back) reads as 0.
-pub fn lock_attempt(v: &JsValue) -> Conv<LockAttempt> {
-    let tag: TypeIn = parse(v)?;
+pub fn lock_attempt(v: &JsValue) -> Result<LockAttempt, Bad> {
+    let tag: TagIn = read(v)?;
     match tag.kind.as_str() {
         "acquired" => Ok(LockAttempt::Acquired),
         "unavailable" => Ok(LockAttempt::Unavailable),
         "held" => {
-            let held: HeldIn = parse(v)?;
-            if !held.age_ms.is_finite() {
-                return Err(Bad::new(format!(
-                    "expected a finite number of ms, got {}",
-                    js_number(held.age_ms)
-                ))
-                .at("ageMs"));
-            }
-            let holder = match held.holder.as_str() {
-                "alive" => Holder::Alive,
-                "dead" => Holder::Dead,
-                "unknown" => Holder::Unknown,
-                "invalid" => Holder::Invalid,
-                other => {
-                    return Err(Bad::new(format!(
-                        "expected alive, dead, unknown or invalid, got {}",
-                        quoted(other)
-                    ))
-                    .at("holder"))
-                }
-            };
+            let held: HeldIn = read(v)?;
             Ok(LockAttempt::Held {
                 // `as` saturates: a huge age is just very old.
                 age_ms: held.age_ms.max(0.0) as u64,
-                holder,
+                holder: match held.holder {
+                    HolderIn::Alive => Holder::Alive,
+                    HolderIn::Dead => Holder::Dead,
+                    HolderIn::Unknown => Holder::Unknown,
+                    HolderIn::Invalid => Holder::Invalid,
+                },
             })
         }
         other => Err(Bad::new(format!(
@@ -584,45 +274,49 @@ pub fn lock_attempt(v: &JsValue) -> Conv<LockAttempt> {
     }
 }
 
+/// The fields every key file report has, read first.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct KeyFileIn {
+struct KeyFileHeadIn {
+    // Read for its message only (`type: missing`); the variant is read
+    // from it by [`KeyFileIn`].
     #[serde(rename = "type")]
-    kind: String,
+    _kind: String,
     #[serde(default)]
     process_uid: Option<u32>,
     #[serde(default)]
     create_error: Option<String>,
 }
 
+/// What is at the key file's path, by the report's `type`.
 #[derive(Deserialize)]
-struct KeyFailedIn {
-    #[serde(default)]
-    code: Option<String>,
+#[serde(rename_all = "camelCase")]
+enum KeyFileIn {
+    Missing,
+    /// Nothing looked at, for want of a path: read as missing.
+    None,
+    Failed {
+        #[serde(default)]
+        code: String,
+    },
+    Found {
+        kind: FileKindIn,
+        #[serde(default)]
+        mode: u32,
+        uid: u32,
+        #[serde(default)]
+        bytes: Option<Bytes>,
+    },
 }
 
 #[derive(Deserialize)]
-struct KeyFoundIn {
-    kind: String,
-    #[serde(default)]
-    mode: u32,
-    uid: u32,
-    #[serde(default)]
-    bytes: Option<Bytes>,
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum FileKindIn {
+    File,
+    Symlink,
+    Directory,
+    Other,
 }
-
-shape!(KeyFileIn {
-    "type": Shape::Str, Required;
-    "processUid": Shape::Whole(u32::MAX), Optional;
-    "createError": Shape::Str, Optional;
-});
-shape!(KeyFailedIn { "code": Shape::Str, Optional; });
-shape!(KeyFoundIn {
-    "kind": Shape::Str, Required;
-    "mode": Shape::Whole(u32::MAX), Default;
-    "uid": Shape::Whole(u32::MAX), Required;
-    "bytes": Shape::Bytes, Optional;
-});
 
 /// The bytes of a Uint8Array.
 struct Bytes(Vec<u8>);
@@ -647,43 +341,27 @@ impl<'de> Deserialize<'de> for Bytes {
 /// `{type: 'failed', code}`, or `{type: 'found', kind: 'file' | 'symlink' |
 /// 'directory' | 'other', mode, uid, bytes (a Uint8Array)}`; each with
 /// `processUid` (a number or null) and `createError` (a code or null).
-/// `none` (nothing looked at, for want of a path) reads as missing.
-pub fn key_file_report(v: &JsValue) -> Conv<KeyFileReport> {
-    let head: KeyFileIn = parse(v)?;
-    let facts = match head.kind.as_str() {
-        "missing" | "none" => KeyFileFacts::Missing,
-        "failed" => KeyFileFacts::Failed {
-            code: parse::<KeyFailedIn>(v)?.code.unwrap_or_default(),
+pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
+    let head: KeyFileHeadIn = read(v)?;
+    let facts = match read::<KeyFileIn>(v)? {
+        KeyFileIn::Missing | KeyFileIn::None => KeyFileFacts::Missing,
+        KeyFileIn::Failed { code } => KeyFileFacts::Failed { code },
+        KeyFileIn::Found {
+            kind,
+            mode,
+            uid,
+            bytes,
+        } => KeyFileFacts::Found {
+            kind: match kind {
+                FileKindIn::File => FileKind::File,
+                FileKindIn::Symlink => FileKind::Symlink,
+                FileKindIn::Directory => FileKind::Directory,
+                FileKindIn::Other => FileKind::Other,
+            },
+            mode,
+            owner: uid,
+            bytes: bytes.map(|b| b.0).unwrap_or_default(),
         },
-        "found" => {
-            let found: KeyFoundIn = parse(v)?;
-            let kind = match found.kind.as_str() {
-                "file" => FileKind::File,
-                "symlink" => FileKind::Symlink,
-                "directory" => FileKind::Directory,
-                "other" => FileKind::Other,
-                other => {
-                    return Err(Bad::new(format!(
-                        "expected file, symlink, directory or other, got {}",
-                        quoted(other)
-                    ))
-                    .at("kind"))
-                }
-            };
-            KeyFileFacts::Found {
-                kind,
-                mode: found.mode,
-                owner: found.uid,
-                bytes: found.bytes.map(|b| b.0).unwrap_or_default(),
-            }
-        }
-        other => {
-            return Err(Bad::new(format!(
-                "{} (expected missing, none, failed or found)",
-                quoted(other)
-            ))
-            .at("type"))
-        }
     };
     Ok(KeyFileReport {
         facts,
