@@ -94,10 +94,10 @@ struct Record<'a> {
     mac: &'a str,
 }
 
-/// A record as read from a file (serde_json): every field of [`Record`]
-/// and nothing else. An unknown field or a repeated one makes the file
-/// unparsable (`deny_unknown_fields`; serde_json refuses a repeated field
-/// of a derived struct); so does a nested value, since every field is a
+/// A record as read from a file (serde_json's parser, then
+/// [`crate::json_tree`]): every field of [`Record`] and nothing else. An
+/// unknown field or a repeated one makes the file unparsable
+/// (`deny_unknown_fields`; a derived struct refuses a repeated field); so does a nested value, since every field is a
 /// string or a whole number. `keyId` may be missing (format version 1),
 /// for the version check to name it.
 #[derive(Deserialize)]
@@ -237,7 +237,8 @@ fn verify(
     // From text, as the review answers are read: one copy of serde_json's
     // reader in the `.wasm` (a byte reader would be a second).
     let text = std::str::from_utf8(bytes).map_err(|_| Unusable::Unparsable)?;
-    let stored: StoredRecord = serde_json::from_str(text).map_err(|_| Unusable::Unparsable)?;
+    let stored: StoredRecord =
+        crate::json_tree::from_str(text).map_err(|_| Unusable::Unparsable)?;
     let record = stored.record();
     if record.version != RECORD_VERSION {
         return Err(Unusable::WrongVersion(record.version));

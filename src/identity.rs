@@ -118,13 +118,13 @@ fn jwt_subject(token: &[u8]) -> Option<(String, String)> {
         return None;
     }
     let json = base64url_decode(payload)?;
-    let claims: Claims = serde_json::from_str(std::str::from_utf8(&json).ok()?).ok()?;
+    let claims: Claims = crate::json_tree::from_str(std::str::from_utf8(&json).ok()?).ok()?;
     let sub = claims.sub.filter(|s| !s.is_empty())?;
     Some((claims.iss.unwrap_or_default(), sub))
 }
 
 /// The two claims the identity is named by; every other claim is skipped
-/// (serde_json checks that it is valid JSON, without recursing). A
+/// (serde_json checks that it is valid JSON, nested at most 128 deep). A
 /// claims document that is not one JSON object, or repeats `iss` or
 /// `sub`, is no JWT for this purpose: the credential is opaque.
 #[derive(Deserialize)]

@@ -26,116 +26,22 @@
 //!   `#[serde(variant_identifier)]` (`holder: 'alive'`); another string is
 //!   `expected a, b or c, got "x"`.
 
-use std::fmt::Display;
-
 use js_sys::{Array, Reflect, Uint8Array};
 use serde::de::value::{BorrowedStrDeserializer, StrDeserializer};
 use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, EnumAccess, Expected, MapAccess, SeqAccess,
-    Unexpected, VariantAccess, Visitor,
+    self, DeserializeOwned, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, VariantAccess,
+    Visitor,
 };
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
 
+pub use crate::bad_input::Bad;
+use crate::bad_input::one_of;
 use crate::text::quoted;
 
-/// An input that does not have the expected shape: where, and what is wrong.
-pub struct Bad(Box<Where>);
-
-/// Boxed: a `Result<T, Bad>` is returned through every field read, and a
-/// pointer is cheaper to pass along than two strings.
-struct Where {
-    path: String,
-    problem: String,
-}
-
-impl Bad {
-    pub(crate) fn new(problem: String) -> Bad {
-        Bad(Box::new(Where {
-            path: String::new(),
-            problem,
-        }))
-    }
-
-    /// `expected <what>, got <the value's kind>`.
-    fn expected(what: &str, got: &JsValue) -> Bad {
-        Bad::new(format!("expected {what}, got {}", kind_of(got)))
-    }
-
-    /// The same problem, one level further out (`key` or `[index]`).
-    pub(crate) fn at(mut self, segment: &str) -> Bad {
-        if !self.0.path.is_empty() && !self.0.path.starts_with('[') {
-            self.0.path.insert(0, '.');
-        }
-        self.0.path.insert_str(0, segment);
-        self
-    }
-
-    /// `invalid <what>: <path>: <problem>`.
-    pub fn message(&self, what: &str) -> String {
-        if self.0.path.is_empty() {
-            format!("invalid {what}: {}", self.0.problem)
-        } else {
-            format!("invalid {what}: {}: {}", self.0.path, self.0.problem)
-        }
-    }
-}
-
-impl std::fmt::Debug for Bad {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message("input"))
-    }
-}
-
-impl Display for Bad {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message("input"))
-    }
-}
-
-impl std::error::Error for Bad {}
-
-impl de::Error for Bad {
-    fn custom<T: Display>(msg: T) -> Bad {
-        Bad::new(msg.to_string())
-    }
-
-    // The readers below never hand a visitor a value it refuses, so these
-    // are for completeness; they leave serde's `Unexpected` unformatted
-    // (its text for a float brings in float formatting).
-    fn invalid_type(_: Unexpected, expected: &dyn Expected) -> Bad {
-        Bad::new(format!("expected {expected}"))
-    }
-
-    fn invalid_value(_: Unexpected, expected: &dyn Expected) -> Bad {
-        Bad::new(format!("expected {expected}"))
-    }
-
-    fn missing_field(field: &'static str) -> Bad {
-        Bad::new("missing".into()).at(field)
-    }
-
-    /// A string naming no variant of a `variant_identifier` enum
-    /// (`holder`, `kind`).
-    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Bad {
-        Bad::new(format!(
-            "expected {}, got {}",
-            one_of(expected),
-            quoted(variant)
-        ))
-    }
-}
-
-/// `a`, `a or b`, `a, b or c`.
-fn one_of(names: &[&str]) -> String {
-    let mut out = String::new();
-    for (i, name) in names.iter().enumerate() {
-        if i > 0 {
-            out.push_str(if i + 1 == names.len() { " or " } else { ", " });
-        }
-        out.push_str(name);
-    }
-    out
+/// `expected <what>, got <what v is>`.
+fn expected(what: &str, v: &JsValue) -> Bad {
+    Bad::expected(what, &kind_of(v))
 }
 
 /// What a value is, for messages: `a string`, `null`, `an array`, ...
@@ -176,22 +82,16 @@ struct In(JsValue);
 impl In {
     /// A whole number from 0 to `max`, as `f64` (exact for any `u32`).
     fn whole(&self, max: u32) -> Result<f64, Bad> {
-        let expected = if max == u32::from(u16::MAX) {
+        let want = if max == u32::from(u16::MAX) {
             "a whole number from 0 to 65535"
         } else {
             "a whole number from 0 to 4294967295"
         };
-        let n = self
-            .0
-            .as_f64()
-            .ok_or_else(|| Bad::expected(expected, &self.0))?;
+        let n = self.0.as_f64().ok_or_else(|| expected(want, &self.0))?;
         if (0.0..=f64::from(max)).contains(&n) && n.fract() == 0.0 {
             Ok(n)
         } else {
-            Err(Bad::new(format!(
-                "expected {expected}, got {}",
-                js_number(n)
-            )))
+            Err(Bad::expected(want, &js_number(n)))
         }
     }
 }
@@ -218,7 +118,7 @@ impl<'de> de::Deserializer<'de> for In {
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.as_bool() {
             Some(b) => visitor.visit_bool(b),
-            None => Err(Bad::expected("true or false", &self.0)),
+            None => Err(expected("true or false", &self.0)),
         }
     }
 
@@ -238,7 +138,7 @@ impl<'de> de::Deserializer<'de> for In {
                 "expected a finite number of ms, got {}",
                 js_number(n)
             ))),
-            None => Err(Bad::expected("a finite number of ms", &self.0)),
+            None => Err(expected("a finite number of ms", &self.0)),
         }
     }
 
@@ -249,7 +149,7 @@ impl<'de> de::Deserializer<'de> for In {
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.as_string() {
             Some(s) => visitor.visit_string(s),
-            None => Err(Bad::expected("a string", &self.0)),
+            None => Err(expected("a string", &self.0)),
         }
     }
 
@@ -260,7 +160,7 @@ impl<'de> de::Deserializer<'de> for In {
     fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.dyn_ref::<Uint8Array>() {
             Some(array) => visitor.visit_byte_buf(array.to_vec()),
-            None => Err(Bad::expected("a Uint8Array", &self.0)),
+            None => Err(expected("a Uint8Array", &self.0)),
         }
     }
 
@@ -275,7 +175,7 @@ impl<'de> de::Deserializer<'de> for In {
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.dyn_into::<Array>() {
             Ok(array) => visitor.visit_seq(Items { array, next: 0 }),
-            Err(v) => Err(Bad::expected("an array", &v)),
+            Err(v) => Err(expected("an array", &v)),
         }
     }
 
@@ -288,7 +188,7 @@ impl<'de> de::Deserializer<'de> for In {
         if self.0.is_object() {
             visitor.visit_map(Fields::new(self.0, fields))
         } else {
-            Err(Bad::expected("an object", &self.0))
+            Err(expected("an object", &self.0))
         }
     }
 
@@ -301,7 +201,7 @@ impl<'de> de::Deserializer<'de> for In {
         visitor: V,
     ) -> Result<V::Value, Bad> {
         if !self.0.is_object() {
-            return Err(Bad::expected("an object", &self.0));
+            return Err(expected("an object", &self.0));
         }
         let tag = field(&self.0, "type")?;
         if tag.is_undefined() {
@@ -309,7 +209,7 @@ impl<'de> de::Deserializer<'de> for In {
         }
         let name = tag
             .as_string()
-            .ok_or_else(|| Bad::expected("a string", &tag).at("type"))?;
+            .ok_or_else(|| expected("a string", &tag).at("type"))?;
         visitor.visit_enum(Variant {
             name,
             object: self.0,
@@ -360,7 +260,7 @@ impl<'de> SeqAccess<'de> for Items {
         self.next += 1;
         seed.deserialize(In(self.array.get(i)))
             .map(Some)
-            .map_err(|e| e.at(&format!("[{i}]")))
+            .map_err(|e| e.at_index(i as usize))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -388,27 +288,42 @@ impl Fields {
     }
 }
 
-impl<'de> MapAccess<'de> for Fields {
-    type Error = Bad;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Bad> {
+impl Fields {
+    /// The next field that is there (not missing, not `undefined`): its
+    /// name, with its value kept for [`MapAccess::next_value_seed`]. Not
+    /// generic, so one copy serves every wire struct.
+    fn advance(&mut self) -> Result<Option<&'static str>, Bad> {
         while let Some(&name) = self.names.get(self.next) {
             self.next += 1;
             let value = field(&self.object, name)?;
             if !value.is_undefined() {
                 self.value = value;
-                return seed
-                    .deserialize(BorrowedStrDeserializer::new(name))
-                    .map(Some);
+                return Ok(Some(name));
             }
         }
         Ok(None)
     }
 
-    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Bad> {
+    /// The value [`Fields::advance`] kept, and its name.
+    fn take(&mut self) -> (&'static str, In) {
         let name = self.names[self.next - 1];
-        let value = std::mem::replace(&mut self.value, JsValue::UNDEFINED);
-        seed.deserialize(In(value)).map_err(|e| e.at(name))
+        (name, In(std::mem::replace(&mut self.value, JsValue::UNDEFINED)))
+    }
+}
+
+impl<'de> MapAccess<'de> for Fields {
+    type Error = Bad;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Bad> {
+        match self.advance()? {
+            Some(name) => seed.deserialize(BorrowedStrDeserializer::new(name)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Bad> {
+        let (name, value) = self.take();
+        seed.deserialize(value).map_err(|e| e.at(name))
     }
 }
 
