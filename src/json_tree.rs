@@ -2,7 +2,11 @@
 //! types: the cache record, a token's claims, the review answers.
 //!
 //! Two steps. serde_json parses the text into a [`Json`] tree (its parser:
-//! escapes, numbers, nesting limited to 128 levels, trailing text refused).
+//! escapes, numbers, trailing text refused). A value nested more than
+//! [`MAX_DEPTH`] deep is not built: serde_json skips it without recursing
+//! and the tree holds [`Json::TooDeep`], which no type accepts, so deep
+//! nesting in a field nobody reads is skipped, as serde_json skips it, and
+//! no stack is ever exhausted.
 //! Then the type is read from the tree by a serde `Deserializer` whose error
 //! is [`Bad`]: it names the field (`status.incomplete: expected true or
 //! false, got a string`) and never formats a float.
@@ -19,12 +23,17 @@
 
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{
-    self, Deserialize, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess,
-    Visitor,
+    self, Deserialize, DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess,
+    SeqAccess, Visitor,
 };
 use serde::forward_to_deserialize_any;
 
 use crate::bad_input::Bad;
+
+/// How deep a value is built; deeper ones are skipped ([`Json::TooDeep`]).
+/// The documents read here nest 4 deep at most; serde_json's own limit,
+/// which this stays under, is 128.
+pub const MAX_DEPTH: u32 = 64;
 
 /// `text` as the type `T`. A syntax error is serde_json's own text
 /// (`expected value at line 1 column 1`); a value of the wrong type names
@@ -54,6 +63,8 @@ pub enum Json {
     Array(Vec<Json>),
     /// An object: its entries in order.
     Object(Vec<(String, Json)>),
+    /// A value nested more than [`MAX_DEPTH`] deep, skipped unread.
+    TooDeep,
 }
 
 impl Json {
@@ -66,6 +77,7 @@ impl Json {
             Json::Str(_) => "a string",
             Json::Array(_) => "an array",
             Json::Object(_) => "an object",
+            Json::TooDeep => "a value nested more than 64 deep",
         }
     }
 
@@ -78,13 +90,39 @@ impl Json {
 
 impl<'de> Deserialize<'de> for Json {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        d.deserialize_any(Build)
+        Build { depth: 0 }.deserialize(d)
     }
 }
 
 /// Takes every value serde_json's `deserialize_any` hands over, so no value
-/// is ever refused (and no error text is made) while the tree is built.
-struct Build;
+/// is ever refused (and no error text is made) while the tree is built;
+/// `depth` is how many arrays and objects hold the value.
+#[derive(Clone, Copy)]
+struct Build {
+    depth: u32,
+}
+
+impl Build {
+    fn inner(self) -> Build {
+        Build {
+            depth: self.depth + 1,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Build {
+    type Value = Json;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json, D::Error> {
+        if self.depth > MAX_DEPTH {
+            // serde_json's skipping is a loop, not a recursion.
+            IgnoredAny::deserialize(d)?;
+            Ok(Json::TooDeep)
+        } else {
+            d.deserialize_any(self)
+        }
+    }
+}
 
 impl<'de> Visitor<'de> for Build {
     type Value = Json;
@@ -115,15 +153,15 @@ impl<'de> Visitor<'de> for Build {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Json, A::Error> {
         let mut out = Vec::new();
-        while let Some(item) = items.next_element()? {
+        while let Some(item) = items.next_element_seed(self.inner())? {
             out.push(item);
         }
         Ok(Json::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Json, A::Error> {
         let mut out = Vec::new();
-        while let Some(entry) = entries.next_entry()? {
-            out.push(entry);
+        while let Some(key) = entries.next_key::<String>()? {
+            out.push((key, entries.next_value_seed(self.inner())?));
         }
         Ok(Json::Object(out))
     }
@@ -150,6 +188,7 @@ impl<'de> Deserializer<'de> for &'de Json {
                 entries: entries.iter(),
                 value: None,
             }),
+            Json::TooDeep => Err(Bad::new(self.kind().into())),
         }
     }
 
@@ -237,9 +276,7 @@ impl<'de> SeqAccess<'de> for Items<'de> {
         };
         let i = self.next;
         self.next += 1;
-        seed.deserialize(item)
-            .map(Some)
-            .map_err(|e| e.at_index(i))
+        seed.deserialize(item).map(Some).map_err(|e| e.at_index(i))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -280,6 +317,7 @@ impl<'de> MapAccess<'de> for Entries<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -351,21 +389,47 @@ mod tests {
             refused::<Loose>(r#"{"flag":"true"}"#),
             "flag: expected true or false, got a string"
         );
-        assert_eq!(
-            refused::<Loose>("[]"),
-            "expected an object, got an array"
-        );
+        assert_eq!(refused::<Loose>("[]"), "expected an object, got an array");
     }
 
-    /// Syntax errors are serde_json's; nesting past its limit of 128 levels
-    /// is refused, never a stack overflow; trailing text is refused.
+    /// Syntax errors are serde_json's; trailing text is refused.
     #[test]
     fn bad_text_is_refused() {
         assert!(refused::<Loose>("").contains("EOF"));
         assert!(refused::<Loose>("{} x").contains("trailing"));
-        let deep = format!("{{\"x\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
-        assert!(refused::<Loose>(&deep).contains("recursion limit"));
-        let fine = format!("{{\"x\":{}{}}}", "[".repeat(100), "]".repeat(100));
-        assert_eq!(from_str::<Loose>(&fine).unwrap(), Loose { flag: None });
+    }
+
+    /// Deep nesting is skipped, not built, past 64 levels: in a field that
+    /// is not read it changes nothing, in one that is read it is a wrong
+    /// type; never a stack overflow, however deep.
+    #[test]
+    fn deep_nesting_is_skipped_without_recursion() {
+        let (open, close) = ("[".repeat(100_000), "]".repeat(100_000));
+        let skipped = format!(r#"{{"x":{{"y":{open}{close}}},"flag":false}}"#);
+        assert_eq!(
+            from_str::<Loose>(&skipped).unwrap(),
+            Loose { flag: Some(false) }
+        );
+        let read = format!(r#"{{"name":"a","count":1,"tags":{open}{close}}}"#);
+        assert_eq!(
+            refused::<Strict>(&read),
+            "tags[0]: expected a string, got an array"
+        );
+        // A value past the depth is no value of any type.
+        assert_eq!(
+            Option::<String>::deserialize(&Json::TooDeep)
+                .unwrap_err()
+                .text(),
+            "expected a string, got a value nested more than 64 deep"
+        );
+        let tree: Json =
+            serde_json::from_str(&format!("{}{}", "[".repeat(66), "]".repeat(66))).unwrap();
+        let mut depth = 0;
+        let mut at = &tree;
+        while let Json::Array(items) = at {
+            depth += 1;
+            at = &items[0];
+        }
+        assert_eq!((depth, at), (65, &Json::TooDeep));
     }
 }

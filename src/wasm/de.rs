@@ -35,8 +35,8 @@ use serde::de::{
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
 
-pub use crate::bad_input::Bad;
 use crate::bad_input::one_of;
+pub use crate::bad_input::Bad;
 use crate::text::quoted;
 
 /// `expected <what>, got <what v is>`.
@@ -307,7 +307,10 @@ impl Fields {
     /// The value [`Fields::advance`] kept, and its name.
     fn take(&mut self) -> (&'static str, In) {
         let name = self.names[self.next - 1];
-        (name, In(std::mem::replace(&mut self.value, JsValue::UNDEFINED)))
+        (
+            name,
+            In(std::mem::replace(&mut self.value, JsValue::UNDEFINED)),
+        )
     }
 }
 
@@ -316,7 +319,9 @@ impl<'de> MapAccess<'de> for Fields {
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Bad> {
         match self.advance()? {
-            Some(name) => seed.deserialize(BorrowedStrDeserializer::new(name)).map(Some),
+            Some(name) => seed
+                .deserialize(BorrowedStrDeserializer::new(name))
+                .map(Some),
             None => Ok(None),
         }
     }
@@ -367,7 +372,9 @@ impl<'de> VariantAccess<'de> for Variant {
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _len: usize, _visitor: V) -> Result<V::Value, Bad> {
-        Err(Bad::new("a tuple variant cannot be read from an object".into()))
+        Err(Bad::new(
+            "a tuple variant cannot be read from an object".into(),
+        ))
     }
 
     fn struct_variant<V: Visitor<'de>>(
