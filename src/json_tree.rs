@@ -225,16 +225,25 @@ impl<'de> Deserializer<'de> for &'de Json {
         }
     }
 
+    // Arrays and objects straight to `visit_seq` and `visit_map`, not
+    // through `deserialize_any`: each wire type's visitor then brings only
+    // the one method it uses into the `.wasm`.
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self {
-            Json::Array(_) => self.deserialize_any(visitor),
+            Json::Array(items) => visitor.visit_seq(Items {
+                items: items.iter(),
+                next: 0,
+            }),
             _ => Err(self.expected("an array")),
         }
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self {
-            Json::Object(_) => self.deserialize_any(visitor),
+            Json::Object(entries) => visitor.visit_map(Entries {
+                entries: entries.iter(),
+                value: None,
+            }),
             _ => Err(self.expected("an object")),
         }
     }
