@@ -1,10 +1,11 @@
 //! The WebAssembly boundary: conversion only, no decisions.
 //!
 //! Every function here turns JS values into Rust values, calls the core, and
-//! turns the answer back (the wire types in [`wire`], with serde and
-//! serde-wasm-bindgen: camelCase objects in JSON-compatible form, `null` for
-//! none, plain numbers for times). Errors cross as JS `Error`s with a stable
-//! `code` property.
+//! turns the answer back, through the serde wire types in [`wire`]: read by
+//! [`de`] (a `Deserializer` over the JS value that names a bad field),
+//! written by serde-wasm-bindgen (camelCase objects in JSON-compatible form,
+//! `null` for none, plain numbers for times). Errors cross as JS `Error`s
+//! with a stable `code` property.
 //!
 //! Exports that only tests call (`classify`, `rulesProve`,
 //! `settingsWarnings`, `previewSchedule`, `probeCount`) are built with the
