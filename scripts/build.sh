@@ -47,3 +47,16 @@ fi
 raw=$(stat -c %s pkg/k8s_auth_preflight_bg.wasm)
 gz=$(gzip -9 -c pkg/k8s_auth_preflight_bg.wasm | wc -c)
 echo "build: pkg/k8s_auth_preflight_bg.wasm ${raw} bytes raw (${raw_before} before wasm-opt), ${gz} gzipped"
+
+# The JS tests' second module, with the exports only tests call (cargo
+# feature `test-exports`: classify, rulesProve, ...), built the same way into
+# a target folder of its own (so the shipped build above is not rebuilt each
+# time) and never packed (target/ is not in package.json's files).
+# tests/js/support/harness.js loads it; no wasm-opt (size does not matter).
+test_target_dir="$target_dir/test-exports"
+CARGO_TARGET_DIR="$test_target_dir" cargo build --lib --release --target wasm32-unknown-unknown \
+  --features test-exports --quiet
+rm -rf target/pkg-test-exports
+wasm-bindgen --target nodejs --out-dir target/pkg-test-exports \
+  "$test_target_dir/wasm32-unknown-unknown/release/k8s_auth_preflight.wasm"
+test -f target/pkg-test-exports/k8s_auth_preflight_bg.wasm

@@ -20,10 +20,10 @@
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::identity::Identity;
-use crate::json::{self, Value};
 use crate::permission::hex;
 use crate::runner_key::key_id;
 
@@ -78,10 +78,11 @@ impl CachePolicy {
     }
 }
 
-/// The record as stored: one JSON object with these fields, camelCase.
-/// The texts are borrowed (from the parsed file, or from the key when a
-/// record is written): no copies to make, and none to free on the way out.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The record as stored: one JSON object with these fields, camelCase,
+/// written by serde_json in this order. The texts are borrowed (from the
+/// parsed file, or from the key when a record is written).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Record<'a> {
     version: u32,
     verdict: &'a str,
@@ -91,6 +92,42 @@ struct Record<'a> {
     written_at_ms: u64,
     key_id: &'a str,
     mac: &'a str,
+}
+
+/// A record as read from a file (serde_json's parser, then
+/// [`crate::json_tree`]): every field of [`Record`] and nothing else. An
+/// unknown field or a repeated one makes the file unparsable
+/// (`deny_unknown_fields`; a derived struct refuses a repeated field); so does a nested value, since every field is a
+/// string or a whole number. `keyId` may be missing (format version 1),
+/// for the version check to name it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoredRecord {
+    version: u64,
+    verdict: String,
+    namespace: String,
+    identity: String,
+    permissions: String,
+    written_at_ms: u64,
+    #[serde(default)]
+    key_id: String,
+    mac: String,
+}
+
+impl StoredRecord {
+    fn record(&self) -> Record<'_> {
+        Record {
+            // A version beyond u32 is just another version.
+            version: u32::try_from(self.version).unwrap_or(u32::MAX),
+            verdict: &self.verdict,
+            namespace: &self.namespace,
+            identity: &self.identity,
+            permissions: &self.permissions,
+            written_at_ms: self.written_at_ms,
+            key_id: &self.key_id,
+            mac: &self.mac,
+        }
+    }
 }
 
 /// What a record found on disk is good for.
@@ -196,8 +233,13 @@ fn verify(
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(Unusable::TooLarge);
     }
-    let fields = json::object(bytes).ok_or(Unusable::Unparsable)?;
-    let record = parse(&fields).ok_or(Unusable::Unparsable)?;
+    // The size is checked above, before any parsing.
+    // From text, as the review answers are read: one copy of serde_json's
+    // reader in the `.wasm` (a byte reader would be a second).
+    let text = std::str::from_utf8(bytes).map_err(|_| Unusable::Unparsable)?;
+    let stored: StoredRecord =
+        crate::json_tree::from_str(text).map_err(|_| Unusable::Unparsable)?;
+    let record = stored.record();
     if record.version != RECORD_VERSION {
         return Err(Unusable::WrongVersion(record.version));
     }
@@ -256,41 +298,8 @@ pub fn record_for(key: &CacheKey, now_ms: u64) -> String {
         .finalize()
         .into_bytes());
     record.mac = &mac;
-    format!(
-        "{{\"version\":{},\"verdict\":{},\"namespace\":{},\"identity\":{},\"permissions\":{},\"writtenAtMs\":{},\"keyId\":{},\"mac\":{}}}",
-        record.version,
-        json::string(record.verdict),
-        json::string(record.namespace),
-        json::string(record.identity),
-        json::string(record.permissions),
-        record.written_at_ms,
-        json::string(record.key_id),
-        json::string(record.mac),
-    )
-}
-
-/// A record from the fields of its JSON object; `None` when a field is
-/// missing or of the wrong type (other fields are ignored).
-fn parse(fields: &[(String, Value)]) -> Option<Record<'_>> {
-    let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-    let text = |name: &str| match field(name) {
-        Some(Value::Str(s)) => Some(s.as_str()),
-        _ => None,
-    };
-    let number = |name: &str| match field(name) {
-        Some(Value::UInt(n)) => Some(*n),
-        _ => None,
-    };
-    Some(Record {
-        version: u32::try_from(number("version")?).unwrap_or(u32::MAX),
-        verdict: text("verdict")?,
-        namespace: text("namespace")?,
-        identity: text("identity")?,
-        permissions: text("permissions")?,
-        written_at_ms: number("writtenAtMs")?,
-        key_id: text("keyId").unwrap_or(""),
-        mac: text("mac")?,
-    })
+    // A struct of strings and whole numbers always serializes.
+    serde_json::to_string(&record).unwrap_or_default()
 }
 
 /// The file name for this key: the same job, namespace, subject and
@@ -645,6 +654,65 @@ pub(crate) mod tests {
             judge(Some(&binary), &k, &p, NOW),
             CacheState::Unusable(Unusable::Unparsable)
         );
+    }
+
+    /// The bounds of the parser (serde_json): a field we do not write, a
+    /// field written twice, a nested value, or deep nesting make the file
+    /// unparsable (a miss with a warning), never a panic.
+    #[test]
+    fn unknown_repeated_or_nested_fields_are_refused() {
+        let k = key();
+        let rec = record_for(&k, NOW);
+        assert!(matches!(judge_at(&rec, &k, NOW), CacheState::Fresh { .. }));
+        let unparsable = |bad: &str| {
+            assert_eq!(
+                judge_at(bad, &k, NOW),
+                CacheState::Unusable(Unusable::Unparsable),
+                "{bad}"
+            );
+        };
+        // An unknown field, even one that changes nothing the MAC covers.
+        unparsable(&rec.replacen('{', "{\"note\":\"x\",", 1));
+        // A known field twice (the first or the last copy would verify).
+        let verdict = "\"verdict\":\"allowed\",";
+        unparsable(&rec.replacen(verdict, &format!("{verdict}{verdict}"), 1));
+        unparsable(&rec.replacen('{', "{\"version\":2,", 1));
+        // A nested value where a string or number belongs.
+        unparsable(&rec.replace("\"verdict\":\"allowed\"", "\"verdict\":[\"allowed\"]"));
+        unparsable(&rec.replace("\"version\":2", "\"version\":{\"v\":2}"));
+        unparsable(&rec.replace("\"version\":2", "\"version\":2.0"));
+        unparsable(&rec.replace("\"version\":2", "\"version\":-2"));
+        // Deep nesting, within the size limit: refused at once.
+        let deep = format!(
+            "{{\"version\":{}{}}}",
+            "[".repeat(MAX_RECORD_BYTES / 2 - 20),
+            "]".repeat(MAX_RECORD_BYTES / 2 - 20)
+        );
+        assert!(deep.len() <= MAX_RECORD_BYTES);
+        unparsable(&deep);
+        // Whitespace and escapes are still JSON: the same record.
+        let spaced = rec
+            .replace(",\"", ",\n  \"")
+            .replace("\"ci\"", "\"\\u0063i\"");
+        assert_ne!(spaced, rec);
+        assert!(matches!(
+            judge_at(&spaced, &k, NOW),
+            CacheState::Fresh { .. }
+        ));
+    }
+
+    /// The record is written by serde_json in the documented shape.
+    #[test]
+    fn records_are_written_in_the_documented_shape() {
+        let k = key();
+        let rec = record_for(&k, NOW);
+        let prefix = format!(
+            "{{\"version\":2,\"verdict\":\"allowed\",\"namespace\":\"ci\",\"identity\":\"{}\",\"permissions\":\"perms-a\",\"writtenAtMs\":{NOW},\"keyId\":\"{}\",\"mac\":\"",
+            k.identity.fingerprint,
+            key_id(&k.identity.mac_key)
+        );
+        assert!(rec.starts_with(&prefix), "{rec}");
+        assert!(rec.ends_with("\"}"), "{rec}");
     }
 
     #[test]

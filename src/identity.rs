@@ -20,9 +20,9 @@
 //! every real call; here they only pick a stable name.
 
 use hmac::{Hmac, Mac};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::json::{self, Value};
 use crate::permission::hex;
 use crate::runner_key::RunnerSecret;
 
@@ -118,15 +118,21 @@ fn jwt_subject(token: &[u8]) -> Option<(String, String)> {
         return None;
     }
     let json = base64url_decode(payload)?;
-    let claims = json::object(&json)?;
-    let claim = |name: &str| {
-        claims.iter().find_map(|(k, v)| match v {
-            Value::Str(s) if k == name => Some(s.clone()),
-            _ => None,
-        })
-    };
-    let sub = claim("sub").filter(|s| !s.is_empty())?;
-    Some((claim("iss").unwrap_or_default(), sub))
+    let claims: Claims = crate::json_tree::from_str(std::str::from_utf8(&json).ok()?).ok()?;
+    let sub = claims.sub.filter(|s| !s.is_empty())?;
+    Some((claims.iss.unwrap_or_default(), sub))
+}
+
+/// The two claims the identity is named by; every other claim is skipped
+/// (serde_json checks that it is valid JSON, nested at most 128 deep). A
+/// claims document that is not one JSON object, or repeats `iss` or
+/// `sub`, is no JWT for this purpose: the credential is opaque.
+#[derive(Deserialize)]
+struct Claims {
+    #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
+    sub: Option<String>,
 }
 
 /// Unpadded base64url (RFC 4648 §5), as JWTs use; padding is tolerated.
@@ -251,6 +257,43 @@ pub(crate) mod tests {
         let fallback = Identity::from_credential(a.as_bytes()).unwrap();
         assert_ne!(fallback.mac_key, ka.mac_key);
         assert!(Identity::with_runner_secret(b" \n", &secret).is_none());
+    }
+
+    /// Claims that are not one JSON object of the expected shape (`sub`
+    /// twice or not a string) leave the token opaque: its own identity;
+    /// deep nesting in a claim that is skipped is no panic.
+    #[test]
+    fn unreadable_claims_make_the_token_opaque() {
+        let named = |claims: &str| {
+            let token = jwt(claims);
+            let id = Identity::from_credential(token.as_bytes()).unwrap();
+            let opaque = {
+                let mut id = Sha256::new();
+                id.update(b"k8s-auth-preflight/identity/opaque/v1\n");
+                id.update(token.as_bytes());
+                hex(&id.finalize())
+            };
+            id.fingerprint != opaque
+        };
+        assert!(named(
+            r#"{"iss":"k8s","sub":"system:serviceaccount:ci:runner"}"#
+        ));
+        assert!(named(
+            r#"{"sub":"system:serviceaccount:ci:runner","kubernetes.io":{"pod":{"name":"p"}},"aud":["a"]}"#
+        ));
+        let deep = format!(
+            "{{\"sub\":\"s\",\"x\":{}{}}}",
+            "[".repeat(4000),
+            "]".repeat(4000)
+        );
+        // Skipped without recursion past 64 levels (serde_json's skipping
+        // is a loop; src/json_tree.rs):
+        // no stack to exhaust, whatever the depth a 16 KiB token holds.
+        assert!(named(&deep));
+        assert!(!named(r#"{"sub":"a","sub":"b"}"#));
+        assert!(!named(r#"{"sub":7}"#));
+        assert!(!named(r#"{"sub":""}"#));
+        assert!(!named(r#"["sub"]"#));
     }
 
     #[test]

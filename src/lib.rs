@@ -19,6 +19,7 @@
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
+pub mod bad_input;
 pub mod cache;
 pub mod cache_folder;
 pub mod check;
@@ -26,7 +27,7 @@ pub mod classify;
 pub mod config;
 pub mod hedge;
 pub mod identity;
-pub mod json;
+pub mod json_tree;
 pub mod permission;
 pub mod preflight;
 pub mod random;

@@ -1,8 +1,9 @@
 //! What the API answered to a review, read from the response body itself.
 //!
 //! The shim hands over the body of a 2xx answer as the server sent it; this
-//! module reads it with serde_json into the documented types of the
-//! `authorization.k8s.io/v1` API and refuses anything else. A field of the
+//! module reads it with serde_json (through [`crate::json_tree`]) into the
+//! documented types of the `authorization.k8s.io/v1` API and refuses
+//! anything else. A field of the
 //! wrong type is never coerced: `incomplete: "true"`, `resourceNames: [42]`
 //! or `verbs: "*"` make a rules review prove nothing (the check goes on
 //! with access reviews), and an access review without a boolean
@@ -129,12 +130,12 @@ fn read<S: for<'de> Deserialize<'de>>(body: &str) -> Result<S, Malformed> {
             "the body is larger than {MAX_BODY_BYTES} bytes"
         )));
     }
-    serde_json::from_str::<Review<S>>(body)
+    crate::json_tree::from_str::<Review<S>>(body)
         .map(|review| review.status)
-        .map_err(|e| Malformed(brief(&e.to_string())))
+        .map_err(|e| Malformed(brief(&e.text())))
 }
 
-/// serde_json's message, cut to one short line with no control characters
+/// The reader's message (serde_json's for a syntax error), cut to one short line with no control characters
 /// (it may quote a piece of the body).
 fn brief(message: &str) -> String {
     const MAX: usize = 160;

@@ -13,7 +13,7 @@ pub fn quoted(s: &str) -> String {
 
 /// `s` in double quotes with `"`, `\`, `\n`, `\r` and `\t` escaped, and
 /// every other character for which `special` holds written by `escape`:
-/// the one loop behind [`quoted`] and [`crate::json::string`].
+/// the loop behind [`quoted`].
 pub(crate) fn quote_with(
     s: &str,
     special: fn(char) -> bool,
@@ -40,7 +40,9 @@ pub(crate) fn quote_with(
 /// the server that a message quotes.
 pub fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
-        Some((end, _)) => format!("{}...", &s[..end]),
+        // `get`, not indexing: `end` is a char boundary, and a slice that
+        // cannot panic brings no panic message code into the `.wasm`.
+        Some((end, _)) => format!("{}...", s.get(..end).unwrap_or(s)),
         None => s.to_string(),
     }
 }

@@ -1,26 +1,48 @@
 //! The WebAssembly boundary: conversion only, no decisions.
 //!
 //! Every function here turns JS values into Rust values, calls the core, and
-//! turns the answer back (hand-written in [`convert`]: camelCase objects in
-//! JSON-compatible form, `null` for none, plain numbers for times). Errors
-//! cross as JS `Error`s with a stable `code` property.
+//! turns the answer back, through the serde wire types in [`wire`]: read by
+//! [`de`] (a `Deserializer` over the JS value that names a bad field),
+//! written by serde-wasm-bindgen (camelCase objects in JSON-compatible form,
+//! `null` for none, plain numbers for times). Errors cross as JS `Error`s
+//! with a stable `code` property.
+//!
+//! Exports that only tests call (`classify`, `rulesProve`,
+//! `settingsWarnings`, `previewSchedule`, `probeCount`) are built with the
+//! cargo feature `test-exports` only: `wasm-pack test` turns it on (the
+//! crate's dev-dependency on itself), and `scripts/build.sh` builds a second
+//! module with it for the JS tests; the package ships without them.
 
-mod convert;
+mod de;
+mod wire;
 
+#[cfg(feature = "test-exports")]
 use std::time::Duration;
 
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::check::{Check, CheckAction, CheckInput, Fact, FactError};
+#[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
-use crate::config::{EnvValue, Settings, PREFIX};
-use crate::preflight::{self, Preflight as Machine, ResultError, SetupError};
+#[cfg(feature = "test-exports")]
+use crate::config::Settings;
+use crate::config::{EnvValue, PREFIX};
+#[cfg(feature = "test-exports")]
+use crate::preflight;
+use crate::preflight::{Preflight as Machine, ResultError, SetupError};
+#[cfg(feature = "test-exports")]
 use crate::random::RandomSource;
+#[cfg(feature = "test-exports")]
 use crate::rules;
+#[cfg(feature = "test-exports")]
 use crate::runner_key;
+#[cfg(feature = "test-exports")]
 use crate::schedule::Schedule;
+#[cfg(feature = "test-exports")]
 use crate::single_flight::SingleFlight;
+use de::{js_number, Bad};
+use wire::write;
 
 /// A preflight check (or a generic call) driven from JavaScript.
 #[wasm_bindgen(js_name = Preflight)]
@@ -35,6 +57,7 @@ impl WasmPreflight {
     /// `keyFile` is the shim's report on the runner key file (see
     /// `runnerKeyFile`); without it the record is signed with the
     /// token-derived key.
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(constructor)]
     pub fn new(
         env: &JsValue,
@@ -46,13 +69,13 @@ impl WasmPreflight {
         key_file: &JsValue,
     ) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
-        let permissions = read(&permissions, "permissions", convert::permission_specs)?;
+        let permissions = read(&permissions, "permissions", wire::permission_specs)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
         let key_file = if key_file.is_undefined() {
             None
         } else {
-            Some(read(key_file, "keyFile", convert::key_file_report)?)
+            Some(read(key_file, "keyFile", wire::key_file_report)?)
         };
         let machine = Machine::from_env_keyed(
             values(&env),
@@ -78,13 +101,15 @@ impl WasmPreflight {
     /// The next action: `{type:'send', probe, attempt, request:{kind, body}, timeoutMs}`,
     /// `{type:'warn', message}`, `{type:'wait', untilMs}` or
     /// `{type:'done', outcome}`.
+    #[cfg(feature = "test-exports")]
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
         let now = time(now_ms)?;
-        Ok(convert::action(&self.machine.poll(now)))
+        Ok(write(&wire::ActionOut::from(&self.machine.poll(now))))
     }
 
     /// Reports a result: `{type:'reviewed', allowed}`, `{type:'succeeded'}`
     /// or `{type:'failed', facts}`. Returns `'applied'` or `'stale'`.
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(js_name = onResult)]
     pub fn on_result(
         &mut self,
@@ -93,16 +118,20 @@ impl WasmPreflight {
         now_ms: f64,
         result: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let result = read(&result, "result", convert::probe_result)?;
+        let result = read(&result, "result", wire::probe_result)?;
         let accepted = self
             .machine
             .on_result(probe as usize, attempt, time(now_ms)?, result)
             .map_err(result_error)?;
-        Ok(convert::accepted(accepted))
+        Ok(JsValue::from_str(match accepted {
+            preflight::Accepted::Applied => "applied",
+            preflight::Accepted::Stale => "stale",
+        }))
     }
 
     /// True when a fresh record answered the check as it started: the
     /// first poll is `done`, with no request.
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(js_name = isDecided)]
     pub fn is_decided(&self) -> bool {
         self.machine.is_decided()
@@ -110,6 +139,7 @@ impl WasmPreflight {
 
     /// `limitBudget(ms)`: a shorter deadline for a check that has not sent
     /// anything yet (see `SingleFlight`'s `lead` and `alone`).
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(js_name = limitBudget)]
     pub fn limit_budget(&mut self, budget_ms: f64) -> Result<(), JsValue> {
         self.machine
@@ -122,7 +152,7 @@ impl WasmPreflight {
     /// next `wait` or `done` (see `Check.step`).
     pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
         let now = time(now_ms)?;
-        for fact in read(facts, "facts", convert::facts)? {
+        for fact in read(facts, "facts", wire::facts)? {
             match fact {
                 Fact::Response {
                     probe,
@@ -140,6 +170,7 @@ impl WasmPreflight {
     }
 
     /// How many reviews this check runs.
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(js_name = probeCount)]
     pub fn probe_count(&self) -> u32 {
         self.machine.probe_count() as u32
@@ -170,10 +201,10 @@ impl WasmCheck {
     ) -> Result<WasmCheck, JsValue> {
         let env = env_pairs(env);
         let env = values(&env);
-        let permissions = read(&permissions, "permissions", convert::permission_specs)?;
+        let permissions = read(&permissions, "permissions", wire::permission_specs)?;
         let credential = bytes(credential);
         let cache_dir = cache_dir.as_string();
-        let process = read(process, "process", convert::process_facts)?;
+        let process = read(process, "process", wire::process_facts)?;
         let input = CheckInput {
             env: &env,
             permissions: &permissions,
@@ -193,7 +224,7 @@ impl WasmCheck {
     /// report whenever they settle.
     pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
         let now = time(now_ms)?;
-        for fact in read(facts, "facts", convert::facts)? {
+        for fact in read(facts, "facts", wire::facts)? {
             self.check.on_fact(now, fact).map_err(fact_error)?;
         }
         Ok(steps(|| self.check.poll(now)))
@@ -205,7 +236,7 @@ fn steps(mut poll: impl FnMut() -> CheckAction) -> js_sys::Array {
     let actions = js_sys::Array::new();
     loop {
         let action = poll();
-        actions.push(&convert::check_action(&action));
+        actions.push(&write(&wire::CheckActionOut::from(&action)));
         if matches!(action, CheckAction::Wait { .. } | CheckAction::Done { .. }) {
             return actions;
         }
@@ -221,6 +252,7 @@ fn fact_error(e: FactError) -> JsValue {
 
 /// `cacheFileName(env, permissions, namespace, credential)`: the cache file
 /// name for these inputs, or null when caching is off.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = cacheFileName)]
 pub fn cache_file_name(
     env: &JsValue,
@@ -229,7 +261,7 @@ pub fn cache_file_name(
     credential: &JsValue,
 ) -> Result<Option<String>, JsValue> {
     let env = env_pairs(env);
-    let permissions = read(&permissions, "permissions", convert::permission_specs)?;
+    let permissions = read(&permissions, "permissions", wire::permission_specs)?;
     let credential = bytes(credential);
     preflight::cache_file_name(values(&env), &permissions, namespace, credential.as_deref())
         .map_err(setup_error)
@@ -238,6 +270,7 @@ pub fn cache_file_name(
 /// `cacheFolder(env, cacheDir)`: the folder for the cache record, from
 /// `options.cacheDir` and `env.RUNNER_TEMP`: `{ folder, warning }`, one of
 /// them null.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = cacheFolder)]
 pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
     let runner_temp = if env.is_object() {
@@ -249,24 +282,13 @@ pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
     };
     let answer =
         crate::cache_folder::cache_folder(runner_temp.as_deref(), cache_dir.as_string().as_deref());
-    let (folder, warning) = match answer {
-        crate::cache_folder::CacheFolder::Folder(folder) => {
-            (JsValue::from_str(&folder), JsValue::NULL)
-        }
-        crate::cache_folder::CacheFolder::None { warning } => {
-            (JsValue::NULL, JsValue::from_str(warning))
-        }
-    };
-    let object = Object::new();
-    // Setting a property of a fresh plain object cannot fail.
-    let _ = Reflect::set(&object, &JsValue::from_str("folder"), &folder);
-    let _ = Reflect::set(&object, &JsValue::from_str("warning"), &warning);
-    object.into()
+    write(&wire::CacheFolderOut::from(&answer))
 }
 
 /// `runnerKeyFile(env)`: `{file, folder}` where the runner key file is
 /// (from the `KEY_FILE` setting, else `HOME`), with the folder to make for
 /// it (mode 0700) or null; `{file: null, folder: null}` when there is none.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = runnerKeyFile)]
 pub fn runner_key_file(env: &JsValue) -> JsValue {
     let env = env_pairs(env);
@@ -278,19 +300,21 @@ pub fn runner_key_file(env: &JsValue) -> JsValue {
     let at = runner_key::location(&settings, home)
         .ok()
         .filter(|_| settings.cache_enabled);
-    convert::key_location(at.as_ref())
+    write(&wire::KeyLocationOut::from(at.as_ref()))
 }
 
 /// `runnerKeyToCreate(facts)`: the text of a new key file to create after
 /// this report on the path, or null (something is there already).
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = runnerKeyToCreate)]
 pub fn runner_key_to_create(facts: &JsValue) -> Result<Option<String>, JsValue> {
-    let report = read(facts, "keyFile", convert::key_file_report)?;
+    let report = read(facts, "keyFile", wire::key_file_report)?;
     Ok(runner_key::to_create(&report.facts))
 }
 
 /// `runnerKeyMaxBytes()`: the most of a key file worth reading; the shim
 /// reads at most one byte more.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = runnerKeyMaxBytes)]
 pub fn runner_key_max_bytes() -> u32 {
     runner_key::KEY_FILE_LEN as u32
@@ -298,10 +322,11 @@ pub fn runner_key_max_bytes() -> u32 {
 
 /// `rulesProve(status, permissions)`: for each permission (flattened, one
 /// verb each, in the order given), whether the rules review status proves it.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = rulesProve)]
 pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsValue> {
-    let status = read(&status, "status", convert::rules_status)?;
-    let permissions = read(&permissions, "permissions", convert::permissions)?;
+    let status = read(&status, "status", wire::rules_status)?;
+    let permissions = read(&permissions, "permissions", wire::permissions)?;
     Ok(rules::proven(&status, &permissions)
         .into_iter()
         .map(u8::from)
@@ -309,18 +334,17 @@ pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsV
 }
 
 /// `classify(facts, nowMs, env?)`: the class of one failure.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen]
 pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
-    let facts = read(&facts, "facts", convert::error_facts)?;
+    let facts = read(&facts, "facts", wire::error_facts)?;
     let settings = settings_from(env).0;
-    Ok(convert::class(&classify_facts(
-        &facts,
-        time(now_ms)?,
-        settings.max_retry_after,
-    )))
+    let class = classify_facts(&facts, time(now_ms)?, settings.max_retry_after);
+    Ok(write(&wire::ClassOut::from(&class)))
 }
 
 /// `settingsWarnings(env)`: the warnings the settings in `env` produce.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = settingsWarnings)]
 pub fn settings_warnings(env: &JsValue) -> Vec<String> {
     settings_from(env).1
@@ -329,6 +353,7 @@ pub fn settings_warnings(env: &JsValue) -> Vec<String> {
 /// `previewSchedule(env)`: the delays (ms) the settings in `env` give if
 /// every attempt fails at once (seeded by `ACTIONS_RUNNER_PREFLIGHT_SEED`,
 /// else OS randomness).
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = previewSchedule)]
 pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
     let settings = settings_from(env).0;
@@ -342,6 +367,7 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
         .collect()
 }
 
+#[cfg(feature = "test-exports")]
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
     let env = env_pairs(env);
     let (settings, errors) = Settings::from_env_values(&values(&env));
@@ -371,7 +397,7 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         } else if let Some(b) = value.as_bool() {
             EnvText::Text(if b { "true" } else { "false" }.into())
         } else if let Some(n) = value.as_f64() {
-            EnvText::Text(convert::js_number(n))
+            EnvText::Text(js_number(n))
         } else if value.is_bigint() {
             EnvText::Text(String::from(
                 js_sys::BigInt::unchecked_from_js(value)
@@ -440,7 +466,7 @@ fn time(now_ms: f64) -> Result<u64, JsValue> {
             "PREFLIGHT_BAD_TIME",
             &format!(
                 "nowMs must be a finite, non-negative number of ms, got {}",
-                convert::js_number(now_ms)
+                js_number(now_ms)
             ),
         ))
     }
@@ -451,7 +477,7 @@ fn time(now_ms: f64) -> Result<u64, JsValue> {
 fn read<T>(
     value: &JsValue,
     what: &str,
-    convert: fn(&JsValue) -> Result<T, convert::Bad>,
+    convert: fn(&JsValue) -> Result<T, Bad>,
 ) -> Result<T, JsValue> {
     convert(value).map_err(|e| error("PREFLIGHT_BAD_INPUT", &e.message(what)))
 }
@@ -480,32 +506,33 @@ fn error(code: &str, message: &str) -> JsValue {
 #[wasm_bindgen(js_name = runnerHooksPermissions)]
 pub fn runner_hooks_permissions() -> JsValue {
     let table = crate::permission::runner_hooks_permissions();
-    table
-        .iter()
-        .map(convert::permission_spec_out)
-        .collect::<js_sys::Array>()
-        .into()
+    let rows: Vec<wire::PermissionSpecOut> = table.iter().map(Into::into).collect();
+    write(&rows)
 }
 
 /// `maxRecordBytes()`: the largest cache file worth reading; the shim reads
 /// at most one byte more, so a larger file is seen as too large.
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = maxRecordBytes)]
 pub fn max_record_bytes() -> u32 {
     crate::cache::MAX_RECORD_BYTES as u32
 }
 
 /// One process's turn at the job's lock file (see `single_flight.rs`).
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = SingleFlight)]
 pub struct WasmSingleFlight {
     flight: SingleFlight,
 }
 
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_class = SingleFlight)]
 impl WasmSingleFlight {
     /// `new SingleFlight(env, nowMs)`.
     #[wasm_bindgen(constructor)]
     pub fn new(env: &JsValue, now_ms: f64) -> Result<WasmSingleFlight, JsValue> {
-        let settings = settings_from(env).0;
+        let env = env_pairs(env);
+        let settings = Settings::from_env_values(&values(&env)).0;
         Ok(WasmSingleFlight {
             flight: SingleFlight::new(&settings, time(now_ms)?),
         })
@@ -515,7 +542,9 @@ impl WasmSingleFlight {
     /// `{type:'reread'}`, `{type:'wait', untilMs}`, `{type:'lead', budgetMs}`,
     /// `{type:'alone', budgetMs, warning}` or `{type:'useRecord'}`.
     pub fn poll(&mut self, now_ms: f64) -> Result<JsValue, JsValue> {
-        Ok(convert::flight_action(&self.flight.poll(time(now_ms)?)))
+        Ok(write(&wire::FlightActionOut::from(
+            &self.flight.poll(time(now_ms)?),
+        )))
     }
 
     /// `onLock(nowMs, attempt)`: `{type:'acquired'}`, `{type:'unavailable'}`
@@ -524,7 +553,7 @@ impl WasmSingleFlight {
     #[wasm_bindgen(js_name = onLock)]
     pub fn on_lock(&mut self, now_ms: f64, attempt: &JsValue) -> Result<(), JsValue> {
         let now = time(now_ms)?;
-        let attempt = read(attempt, "lock attempt", convert::lock_attempt)?;
+        let attempt = read(attempt, "lock attempt", wire::lock_attempt)?;
         self.flight.on_lock(now, attempt);
         Ok(())
     }

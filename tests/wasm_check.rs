@@ -144,12 +144,12 @@ fn bad_facts_are_clear_errors_never_panics() {
         (
             r#"{}"#,
             "PREFLIGHT_BAD_INPUT",
-            "invalid facts: expected an array, got an object",
+            "invalid facts: expected an array",
         ),
         (
             r#"[{"type":"nonsense"}]"#,
             "PREFLIGHT_BAD_INPUT",
-            "invalid facts: [0].type: \"nonsense\" is not a fact",
+            "invalid facts: [0].type: \"nonsense\" (expected keyFile, recordBytes, recordOpenFailed, recordNotAFile, recordReadFailed, lockLinked, lockTempFailed, lockLinkFailed, lockStatFailed, lockFound, process, removed, written, deleted or response)",
         ),
         (
             r#"[{"type":"recordBytes","bytes":"abc"}]"#,

@@ -41,12 +41,9 @@ pub struct HeldLock {
 
 /// A lock's content for `process`, with a fresh nonce.
 pub fn content(process: &ProcessFacts, random: &mut RandomSource) -> String {
-    format!(
-        "{} {} {:016x}\n",
-        process.pid,
-        process.host,
-        random.next_u64()
-    )
+    // The nonce in hex by hand: `{:016x}` brings the formatter's padding.
+    let nonce = crate::permission::hex(&random.next_u64().to_be_bytes());
+    format!("{} {} {nonce}\n", process.pid, process.host)
 }
 
 /// What a look at the lock says.

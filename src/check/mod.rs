@@ -55,7 +55,7 @@ pub use lock_file::{HeldLock, ProcessFacts};
 use crate::cache::{self, CacheKey};
 use crate::config::{EnvValue, Settings};
 use crate::identity::Identity;
-use crate::permission::{self, PermissionSpec};
+use crate::permission::{self, Permission, PermissionSpec};
 use crate::preflight::{
     check_namespace, home_of, identity_for, Outcome, Preflight, ResultError, SetupError,
     NO_CREDENTIAL_WARNING,
@@ -129,7 +129,7 @@ enum Stage {
 #[derive(Debug, Clone)]
 pub struct Check {
     settings: Settings,
-    permissions: Vec<PermissionSpec>,
+    permissions: Vec<Permission>,
     namespace: String,
     credential: Option<Vec<u8>>,
     home: Option<String>,
@@ -153,8 +153,7 @@ impl Check {
     /// files are warnings.
     pub fn new(input: CheckInput<'_>, now_ms: u64) -> Result<Check, SetupError> {
         let (settings, errors) = Settings::from_env_values(input.env);
-        let permissions = input.permissions.to_vec();
-        let flat = permission::flatten(&permissions)?;
+        let permissions = permission::flatten(input.permissions)?;
         check_namespace(input.namespace)?;
         let random = match settings.seed {
             Some(seed) => RandomSource::seeded(seed ^ 0x004c_4f43_4b46_494c),
@@ -192,7 +191,7 @@ impl Check {
                 cache::file_name(&CacheKey {
                     namespace: check.namespace.clone(),
                     identity,
-                    permissions: permission::fingerprint(&flat),
+                    permissions: permission::fingerprint(&check.permissions),
                 })
             });
         if let Some(name) = name {
@@ -445,18 +444,15 @@ impl Check {
 
     /// A request machine judging `record` with this check's identity.
     fn request_machine(&self, record: Option<&[u8]>, now: u64) -> Box<Preflight> {
-        Box::new(
-            Preflight::new(
-                self.settings.clone(),
-                &self.permissions,
-                &self.namespace,
-                self.identity.clone(),
-                record,
-                now,
-            )
-            // The table and the namespace were accepted in `new`.
-            .expect("checked in Check::new"),
-        )
+        // The table was flattened and the namespace checked in `new`.
+        Box::new(Preflight::checked(
+            self.settings.clone(),
+            self.permissions.clone(),
+            &self.namespace,
+            self.identity.clone(),
+            record,
+            now,
+        ))
     }
 
     fn activate(&mut self, mut machine: Box<Preflight>, lock: Option<HeldLock>) {

@@ -35,7 +35,9 @@ pub fn place(
 pub fn folder_of(file: &str) -> &str {
     match file.rfind('/') {
         Some(0) => "/",
-        Some(at) => &file[..at],
+        // `get`, not indexing: a slice that cannot panic brings no panic
+        // message code (`at` is a char boundary, '/' being ASCII).
+        Some(at) => file.get(..at).unwrap_or("."),
         None => ".",
     }
 }

@@ -168,14 +168,21 @@ impl Preflight {
                         _ => None,
                     })
                     .collect();
-                let names: Vec<String> = missing.iter().map(|p| p.to_string()).collect();
+                // Joined by hand: `[String]::join` brings a kilobyte of its own.
+                let mut names = String::new();
+                for (i, p) in missing.iter().enumerate() {
+                    if i > 0 {
+                        names.push_str(", ");
+                    }
+                    names.push_str(&p.to_string());
+                }
                 let unchecked = self
                     .probes
                     .iter()
                     .filter(|run| matches!(run.probe, Probe::Access(_)))
                     .filter(|run| !matches!(run.state, State::Denied | State::Allowed | State::Proven))
                     .count();
-                let mut text = format!("denied: {} in namespace {}", names.join(", "), quoted(&self.namespace));
+                let mut text = format!("denied: {names} in namespace {}", quoted(&self.namespace));
                 if unchecked > 0 {
                     text.push_str(&format!(" ({unchecked} other permission(s) could not be checked)"));
                 }

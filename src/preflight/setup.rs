@@ -16,7 +16,7 @@ use crate::cache::{self, CacheKey, CacheState};
 use crate::config::{EnvValue, SettingError, Settings};
 use crate::identity::Identity;
 use crate::millis;
-use crate::permission::{self, PermissionError, PermissionSpec};
+use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::random::RandomSource;
 use crate::retry_quota::RetryQuota;
 use crate::runner_key;
@@ -49,6 +49,26 @@ impl Preflight {
     ) -> Result<Preflight, SetupError> {
         let permissions = permission::flatten(permissions)?;
         check_namespace(namespace)?;
+        Ok(Preflight::checked(
+            settings,
+            permissions,
+            namespace,
+            identity,
+            cached,
+            now_ms,
+        ))
+    }
+
+    /// [`Preflight::new`] with a table already flattened and a namespace
+    /// already checked.
+    pub(crate) fn checked(
+        settings: Settings,
+        permissions: Vec<Permission>,
+        namespace: &str,
+        identity: Option<Identity>,
+        cached: Option<&[u8]>,
+        now_ms: u64,
+    ) -> Preflight {
         let key = identity
             .filter(|_| settings.cache_enabled)
             .map(|identity| CacheKey {
@@ -85,7 +105,7 @@ impl Preflight {
             let outcome = check.finish(Verdict::Allowed, Some(Source::Cache), now_ms);
             check.outcome = Some(outcome);
         }
-        Ok(check)
+        check
     }
 
     /// A check configured from `ACTIONS_RUNNER_PREFLIGHT_*` variables in

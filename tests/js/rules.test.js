@@ -20,7 +20,7 @@ const https = require('node:https');
 
 const {
   consumer,
-  installedCore,
+  testCore,
   TOKEN,
   NAMESPACE,
   DEFAULT_PERMISSIONS,
@@ -555,7 +555,7 @@ test(`[${consumer.flavour}] rulesProve agrees with the loopback apiserver's RBAC
     }
     assert.equal(status.incomplete, false);
 
-    const fromCore = Array.from(installedCore.rulesProve(status, permissions));
+    const fromCore = Array.from(testCore.rulesProve(status, permissions));
     assert.equal(fromCore.length, permissions.length);
     const grants = new Set(entry.grants);
     for (const key of grants) assert.ok(ALL_KEYS.includes(key), `${entry.name}: unknown permission ${key} in the table`);
@@ -571,7 +571,7 @@ test(`[${consumer.flavour}] rulesProve agrees with the loopback apiserver's RBAC
       }
     });
 
-    const incomplete = Array.from(installedCore.rulesProve({ ...status, incomplete: true }, permissions));
+    const incomplete = Array.from(testCore.rulesProve({ ...status, incomplete: true }, permissions));
     assert.deepEqual(incomplete, permissions.map(() => 0), `${entry.name}: an incomplete review proves nothing`);
   }
   assert.deepEqual(disagreements, []);
@@ -602,7 +602,7 @@ test(`[${consumer.flavour}] real checks with the rules review on and off give th
     const permissions = set.list.map(asPermission);
     for (const entry of ROLES) {
       const status = await servedStatus(server, entry);
-      const proofs = Array.from(installedCore.rulesProve(status, permissions));
+      const proofs = Array.from(testCore.rulesProve(status, permissions));
       const unproven = proofs.filter((x) => x === 0).length;
       const expectedMissing = coreOrder(set.list).filter(
         ([verb, group, resource, subresource]) =>

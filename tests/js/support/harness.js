@@ -14,8 +14,13 @@ const { DEFAULT_PERMISSIONS, fullRole, roleWithout } = require('./roles');
 
 const { k8s, preflight } = consumer;
 
-/** The installed package's WebAssembly core (for settings checks and classify). */
-const installedCore = require(path.join(consumer.consumerDir, 'node_modules', 'k8s-auth-preflight', 'pkg', 'k8s_auth_preflight.js'));
+/**
+ * The WebAssembly core with the exports only tests call (`classify`,
+ * `rulesProve`, ...: cargo feature `test-exports`), which the package
+ * ships without: the second module scripts/build.sh builds from the same
+ * source into target/pkg-test-exports/.
+ */
+const testCore = require(path.join(__dirname, '..', '..', '..', 'target', 'pkg-test-exports', 'k8s_auth_preflight.js'));
 
 // These suites are about the 13 access reviews: fastEnv turns the
 // SelfSubjectRulesReview fast path off (tests/js/rules.test.js covers it).
@@ -167,7 +172,7 @@ module.exports = {
   consumer,
   k8s,
   preflight,
-  installedCore,
+  testCore,
   TOKEN,
   NAMESPACE,
   DEFAULT_PERMISSIONS,

@@ -1,0 +1,1025 @@
+//! The boundary's wire types: plain structs and enums in the shapes the shim
+//! builds and reads (camelCase keys), and their conversions to and from the
+//! core's types. No decisions.
+//!
+//! In: `#[derive(Deserialize)]` types, read by [`super::de`] (a serde
+//! `Deserializer` over the JS value that names a bad field:
+//! `[0].verbs[1]: expected a string, got a number`). A tagged input is a
+//! wire enum: an object whose `type` names the variant, with the variant's
+//! fields beside it; a new kind of fact is a new variant.
+//!
+//! Out: `#[derive(Serialize)]` types, written by serde-wasm-bindgen's
+//! JSON-compatible serializer ([`write`]): fresh plain objects, keys in
+//! declaration order, `null` for none, plain numbers for times and counts,
+//! and the tagged shapes the shim reads (`#[serde(tag = "type")]`:
+//! `{type: 'send', ...}`; `{kind: 'accessReview', body}`).
+
+use serde::de::Visitor;
+use serde::{Deserialize, Deserializer, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::de::{read, Bad};
+#[cfg(feature = "test-exports")]
+use crate::cache_folder::CacheFolder;
+use crate::check::{CheckAction, Fact, Level, LockCreated, LockSeen, ProcessFacts, RecordRead};
+#[cfg(feature = "test-exports")]
+use crate::classify::Class;
+use crate::classify::ErrorFacts;
+use crate::permission::{Permission, PermissionSpec};
+#[cfg(feature = "test-exports")]
+use crate::preflight::Action;
+use crate::preflight::{Outcome, ProbeResult, Request, Source, Verdict};
+use crate::rules::{ResourceRule, RulesStatus};
+#[cfg(feature = "test-exports")]
+use crate::runner_key::KeyLocation;
+use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
+#[cfg(feature = "test-exports")]
+use crate::single_flight::{FlightAction, Holder, LockAttempt};
+use crate::text::quoted;
+
+// ---- reading ---------------------------------------------------------------
+
+/// A row of the permission table: `{group?, resource?, subresource?, verbs?, verb?}`.
+#[derive(Deserialize)]
+struct PermissionSpecIn {
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    resource: String,
+    #[serde(default)]
+    subresource: String,
+    #[serde(default)]
+    verbs: Vec<String>,
+    #[serde(default)]
+    verb: Option<String>,
+}
+
+/// The permission table: an array of rows.
+pub fn permission_specs(v: &JsValue) -> Result<Vec<PermissionSpec>, Bad> {
+    let rows: Vec<PermissionSpecIn> = read(v)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| PermissionSpec {
+            group: r.group,
+            resource: r.resource,
+            subresource: r.subresource,
+            verbs: r.verbs,
+            verb: r.verb,
+        })
+        .collect())
+}
+
+/// One flattened permission: `{verb, group, resource, subresource}`, all required.
+#[cfg(feature = "test-exports")]
+#[derive(Deserialize)]
+struct PermissionIn {
+    verb: String,
+    group: String,
+    resource: String,
+    subresource: String,
+}
+
+/// Flattened permissions: an array of them.
+#[cfg(feature = "test-exports")]
+pub fn permissions(v: &JsValue) -> Result<Vec<Permission>, Bad> {
+    let list: Vec<PermissionIn> = read(v)?;
+    Ok(list
+        .into_iter()
+        .map(|p| Permission {
+            verb: p.verb,
+            group: p.group,
+            resource: p.resource,
+            subresource: p.subresource,
+        })
+        .collect())
+}
+
+/// What the shim saw about a failure (see `js-shim/facts.js`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ErrorFactsIn {
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    codes: Vec<String>,
+    #[serde(default)]
+    retry_after: Option<String>,
+    #[serde(default)]
+    timed_out: bool,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    credential_source: Option<String>,
+}
+
+impl From<ErrorFactsIn> for ErrorFacts {
+    fn from(f: ErrorFactsIn) -> ErrorFacts {
+        ErrorFacts {
+            codes: f.codes,
+            status: f.status,
+            retry_after: f.retry_after,
+            timed_out: f.timed_out,
+            name: f.name,
+            message: f.message,
+            credential_source: f.credential_source,
+        }
+    }
+}
+
+/// A failure's facts, alone (`classify`).
+#[cfg(feature = "test-exports")]
+pub fn error_facts(v: &JsValue) -> Result<ErrorFacts, Bad> {
+    read::<ErrorFactsIn>(v).map(ErrorFacts::from)
+}
+
+/// The `status` of a SelfSubjectRulesReview.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RulesStatusIn {
+    #[serde(default)]
+    resource_rules: Vec<ResourceRuleIn>,
+    #[serde(default)]
+    incomplete: bool,
+    #[serde(default)]
+    evaluation_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceRuleIn {
+    #[serde(default)]
+    verbs: Vec<String>,
+    #[serde(default)]
+    api_groups: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    resource_names: Vec<String>,
+}
+
+impl From<RulesStatusIn> for RulesStatus {
+    fn from(s: RulesStatusIn) -> RulesStatus {
+        RulesStatus {
+            resource_rules: s
+                .resource_rules
+                .into_iter()
+                .map(|r| ResourceRule {
+                    verbs: r.verbs,
+                    api_groups: r.api_groups,
+                    resources: r.resources,
+                    resource_names: r.resource_names,
+                })
+                .collect(),
+            incomplete: s.incomplete,
+            evaluation_error: s.evaluation_error,
+        }
+    }
+}
+
+/// A rules review's status, alone (`rulesProve`).
+#[cfg(feature = "test-exports")]
+pub fn rules_status(v: &JsValue) -> Result<RulesStatus, Bad> {
+    read::<RulesStatusIn>(v).map(RulesStatus::from)
+}
+
+/// A request's result, by its `type`. Only the fields of that type are read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum ResultIn {
+    /// `{type: 'reviewed', allowed, reason?}`
+    Reviewed {
+        allowed: bool,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// `{type: 'rulesReviewed', status?}`
+    RulesReviewed {
+        #[serde(default)]
+        status: Option<RulesStatusIn>,
+    },
+    /// `{type: 'accessBody', body}`
+    AccessBody { body: String },
+    /// `{type: 'rulesBody', body}`
+    RulesBody { body: String },
+    /// `{type: 'succeeded'}`
+    Succeeded,
+    /// `{type: 'failed', facts?}`
+    Failed {
+        #[serde(default)]
+        facts: Option<ErrorFactsIn>,
+    },
+}
+
+#[cfg(feature = "test-exports")]
+/// A request's result (see [`ResultIn`]).
+pub fn probe_result(v: &JsValue) -> Result<ProbeResult, Bad> {
+    Ok(probe_result_from(read::<ResultIn>(v)?))
+}
+
+fn probe_result_from(result: ResultIn) -> ProbeResult {
+    match result {
+        ResultIn::Reviewed { allowed, reason } => ProbeResult::Reviewed { allowed, reason },
+        ResultIn::RulesReviewed { status } => ProbeResult::RulesReviewed {
+            status: status.map(RulesStatus::from).unwrap_or_default(),
+        },
+        ResultIn::AccessBody { body } => ProbeResult::AccessBody { body },
+        ResultIn::RulesBody { body } => ProbeResult::RulesBody { body },
+        ResultIn::Succeeded => ProbeResult::Succeeded,
+        ResultIn::Failed { facts } => ProbeResult::Failed {
+            facts: facts.map(ErrorFacts::from).unwrap_or_default(),
+        },
+    }
+}
+
+/// The `type` of a lock attempt, read before the rest (its unknown-type
+/// message predates the wire enums).
+#[derive(Deserialize)]
+struct TagIn {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[cfg(feature = "test-exports")]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeldIn {
+    age_ms: f64,
+    holder: HolderIn,
+}
+
+#[cfg(feature = "test-exports")]
+#[derive(Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum HolderIn {
+    Alive,
+    Dead,
+    Unknown,
+    Invalid,
+}
+
+#[cfg(feature = "test-exports")]
+/// `{type: 'acquired'}`, `{type: 'unavailable'}`, or `{type: 'held', ageMs,
+/// holder}` with holder `alive`, `dead`, `unknown` or `invalid`. A negative
+/// age (a clock stepped back) reads as 0.
+pub fn lock_attempt(v: &JsValue) -> Result<LockAttempt, Bad> {
+    let tag: TagIn = read(v)?;
+    match tag.kind.as_str() {
+        "acquired" => Ok(LockAttempt::Acquired),
+        "unavailable" => Ok(LockAttempt::Unavailable),
+        "held" => {
+            let held: HeldIn = read(v)?;
+            Ok(LockAttempt::Held {
+                // `as` saturates: a huge age is just very old.
+                age_ms: held.age_ms.max(0.0) as u64,
+                holder: match held.holder {
+                    HolderIn::Alive => Holder::Alive,
+                    HolderIn::Dead => Holder::Dead,
+                    HolderIn::Unknown => Holder::Unknown,
+                    HolderIn::Invalid => Holder::Invalid,
+                },
+            })
+        }
+        other => Err(Bad::new(format!(
+            "expected acquired, unavailable or held, got {}",
+            quoted(other)
+        ))
+        .at("type")),
+    }
+}
+
+/// The fields every key file report has, read first.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyFileHeadIn {
+    // Read for its message only (`type: missing`); the variant is read
+    // from it by [`KeyFileIn`].
+    #[serde(rename = "type")]
+    _kind: String,
+    #[serde(default)]
+    process_uid: Option<u32>,
+    #[serde(default)]
+    create_error: Option<String>,
+}
+
+/// What is at the key file's path, by the report's `type`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum KeyFileIn {
+    Missing,
+    /// Nothing looked at, for want of a path: read as missing.
+    None,
+    Failed {
+        #[serde(default)]
+        code: String,
+    },
+    Found {
+        kind: FileKindIn,
+        #[serde(default)]
+        mode: u32,
+        uid: u32,
+        #[serde(default)]
+        bytes: Option<Bytes>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum FileKindIn {
+    File,
+    Symlink,
+    Directory,
+    Other,
+}
+
+/// The bytes of a Uint8Array.
+struct Bytes(Vec<u8>);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        struct Expect;
+        impl Visitor<'_> for Expect {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a Uint8Array")
+            }
+            fn visit_byte_buf<E>(self, bytes: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(bytes))
+            }
+        }
+        d.deserialize_byte_buf(Expect)
+    }
+}
+
+/// The shim's report on the runner key file: `{type: 'missing' | 'none'}`,
+/// `{type: 'failed', code}`, or `{type: 'found', kind: 'file' | 'symlink' |
+/// 'directory' | 'other', mode, uid, bytes (a Uint8Array)}`; each with
+/// `processUid` (a number or null) and `createError` (a code or null).
+pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
+    let head: KeyFileHeadIn = read(v)?;
+    let facts = match read::<KeyFileIn>(v)? {
+        KeyFileIn::Missing | KeyFileIn::None => KeyFileFacts::Missing,
+        KeyFileIn::Failed { code } => KeyFileFacts::Failed { code },
+        KeyFileIn::Found {
+            kind,
+            mode,
+            uid,
+            bytes,
+        } => KeyFileFacts::Found {
+            kind: match kind {
+                FileKindIn::File => FileKind::File,
+                FileKindIn::Symlink => FileKind::Symlink,
+                FileKindIn::Directory => FileKind::Directory,
+                FileKindIn::Other => FileKind::Other,
+            },
+            mode,
+            owner: uid,
+            bytes: bytes.map(|b| b.0).unwrap_or_default(),
+        },
+    };
+    Ok(KeyFileReport {
+        facts,
+        process_uid: head.process_uid,
+        create_error: head.create_error,
+    })
+}
+
+// ---- writing ---------------------------------------------------------------
+
+/// A fresh plain JS value for `value`.
+pub fn write<T: Serialize>(value: &T) -> JsValue {
+    // Every wire type below is plain strings, booleans, numbers as `f64`,
+    // options and lists: serializing cannot fail.
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .unwrap_or(JsValue::NULL)
+}
+
+#[cfg(feature = "test-exports")]
+/// `{type: 'send', probe, attempt, request, timeoutMs}`, `{type: 'warn',
+/// message}`, `{type: 'debug', message}`, `{type: 'wait', untilMs}` or
+/// `{type: 'done', outcome}`.
+#[derive(Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ActionOut<'a> {
+    Send {
+        probe: f64,
+        attempt: f64,
+        request: RequestOut<'a>,
+        timeout_ms: f64,
+    },
+    Warn {
+        message: &'a str,
+    },
+    Debug {
+        message: &'a str,
+    },
+    Wait {
+        until_ms: f64,
+    },
+    Done {
+        outcome: OutcomeOut<'a>,
+    },
+}
+
+#[cfg(feature = "test-exports")]
+impl<'a> From<&'a Action> for ActionOut<'a> {
+    fn from(a: &'a Action) -> Self {
+        match a {
+            Action::Send {
+                probe,
+                attempt,
+                request,
+                timeout_ms,
+            } => ActionOut::Send {
+                probe: *probe as f64,
+                attempt: f64::from(*attempt),
+                request: request.into(),
+                timeout_ms: *timeout_ms as f64,
+            },
+            Action::Warn { message } => ActionOut::Warn { message },
+            Action::Debug { message } => ActionOut::Debug { message },
+            Action::Wait { until_ms } => ActionOut::Wait {
+                until_ms: *until_ms as f64,
+            },
+            Action::Done { outcome } => ActionOut::Done {
+                outcome: outcome.into(),
+            },
+        }
+    }
+}
+
+/// `{kind: 'accessReview' | 'rulesReview', body}` or `{kind: 'call'}`.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum RequestOut<'a> {
+    AccessReview { body: AccessReviewOut<'a> },
+    RulesReview { body: RulesReviewOut<'a> },
+    Call,
+}
+
+impl<'a> From<&'a Request> for RequestOut<'a> {
+    fn from(r: &'a Request) -> Self {
+        match r {
+            Request::AccessReview(r) => {
+                let a = &r.spec.resource_attributes;
+                RequestOut::AccessReview {
+                    body: AccessReviewOut {
+                        api_version: &r.api_version,
+                        kind: &r.kind,
+                        spec: AccessSpecOut {
+                            resource_attributes: AttributesOut {
+                                namespace: &a.namespace,
+                                group: &a.group,
+                                resource: &a.resource,
+                                subresource: &a.subresource,
+                                verb: &a.verb,
+                            },
+                        },
+                    },
+                }
+            }
+            Request::RulesReview(r) => RequestOut::RulesReview {
+                body: RulesReviewOut {
+                    api_version: &r.api_version,
+                    kind: &r.kind,
+                    spec: RulesSpecOut {
+                        namespace: &r.spec.namespace,
+                    },
+                },
+            },
+            Request::Call => RequestOut::Call,
+        }
+    }
+}
+
+/// A SelfSubjectAccessReview exactly as the Kubernetes API takes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessReviewOut<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    spec: AccessSpecOut<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AccessSpecOut<'a> {
+    resource_attributes: AttributesOut<'a>,
+}
+
+#[derive(Serialize)]
+struct AttributesOut<'a> {
+    namespace: &'a str,
+    group: &'a str,
+    resource: &'a str,
+    subresource: &'a str,
+    verb: &'a str,
+}
+
+/// A SelfSubjectRulesReview exactly as the Kubernetes API takes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesReviewOut<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    spec: RulesSpecOut<'a>,
+}
+
+#[derive(Serialize)]
+struct RulesSpecOut<'a> {
+    namespace: &'a str,
+}
+
+/// The outcome of a check; every key always present.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeOut<'a> {
+    verdict: &'static str,
+    source: Option<&'static str>,
+    missing: Vec<PermissionOut<'a>>,
+    message: &'a str,
+    warnings: &'a [String],
+    record: Option<&'a str>,
+    delete_record: bool,
+    proceed: bool,
+    last_error: Option<&'a str>,
+    requests: f64,
+    proven_by_rules: f64,
+    elapsed_ms: f64,
+}
+
+impl<'a> From<&'a Outcome> for OutcomeOut<'a> {
+    fn from(o: &'a Outcome) -> Self {
+        OutcomeOut {
+            verdict: match o.verdict {
+                Verdict::Allowed => "allowed",
+                Verdict::Denied => "denied",
+                Verdict::Inconclusive => "inconclusive",
+                Verdict::Error => "error",
+            },
+            source: o.source.map(|s| match s {
+                Source::Reviews => "reviews",
+                Source::Cache => "cache",
+                Source::GraceCache => "graceCache",
+            }),
+            missing: o.missing.iter().map(PermissionOut::from).collect(),
+            message: &o.message,
+            warnings: &o.warnings,
+            record: o.record.as_deref(),
+            delete_record: o.delete_record,
+            proceed: o.proceed,
+            last_error: o.last_error.as_deref(),
+            requests: f64::from(o.requests),
+            proven_by_rules: f64::from(o.proven_by_rules),
+            elapsed_ms: o.elapsed_ms as f64,
+        }
+    }
+}
+
+/// `{verb, group, resource, subresource}`.
+#[derive(Serialize)]
+pub struct PermissionOut<'a> {
+    verb: &'a str,
+    group: &'a str,
+    resource: &'a str,
+    subresource: &'a str,
+}
+
+impl<'a> From<&'a Permission> for PermissionOut<'a> {
+    fn from(p: &'a Permission) -> Self {
+        PermissionOut {
+            verb: &p.verb,
+            group: &p.group,
+            resource: &p.resource,
+            subresource: &p.subresource,
+        }
+    }
+}
+
+/// `{group, resource, subresource, verbs}`, plus `verb` when set.
+#[derive(Serialize)]
+pub struct PermissionSpecOut<'a> {
+    group: &'a str,
+    resource: &'a str,
+    subresource: &'a str,
+    verbs: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verb: Option<&'a str>,
+}
+
+impl<'a> From<&'a PermissionSpec> for PermissionSpecOut<'a> {
+    fn from(p: &'a PermissionSpec) -> Self {
+        PermissionSpecOut {
+            group: &p.group,
+            resource: &p.resource,
+            subresource: &p.subresource,
+            verbs: &p.verbs,
+            verb: p.verb.as_deref(),
+        }
+    }
+}
+
+#[cfg(feature = "test-exports")]
+/// `{file, folder}` (folder null when none is to be made), or both null.
+#[derive(Serialize)]
+pub struct KeyLocationOut<'a> {
+    file: Option<&'a str>,
+    folder: Option<&'a str>,
+}
+
+#[cfg(feature = "test-exports")]
+impl<'a> From<Option<&'a KeyLocation>> for KeyLocationOut<'a> {
+    fn from(at: Option<&'a KeyLocation>) -> Self {
+        KeyLocationOut {
+            file: at.map(|a| a.file.as_str()),
+            folder: at.and_then(|a| a.folder.as_deref()),
+        }
+    }
+}
+
+#[cfg(feature = "test-exports")]
+/// `{folder, warning}`, one of them null.
+#[derive(Serialize)]
+pub struct CacheFolderOut<'a> {
+    folder: Option<&'a str>,
+    warning: Option<&'a str>,
+}
+
+#[cfg(feature = "test-exports")]
+impl<'a> From<&'a CacheFolder> for CacheFolderOut<'a> {
+    fn from(answer: &'a CacheFolder) -> Self {
+        match answer {
+            CacheFolder::Folder(folder) => CacheFolderOut {
+                folder: Some(folder),
+                warning: None,
+            },
+            CacheFolder::None { warning } => CacheFolderOut {
+                folder: None,
+                warning: Some(warning),
+            },
+        }
+    }
+}
+
+/// `{kind: 'transient' | 'fatal', why}` or
+/// `{kind: 'throttled', retryAfterMs (null: use the backoff), why}`.
+#[cfg(feature = "test-exports")]
+#[derive(Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ClassOut<'a> {
+    Transient {
+        why: &'a str,
+    },
+    Throttled {
+        retry_after_ms: Option<f64>,
+        why: &'a str,
+    },
+    Fatal {
+        why: &'a str,
+    },
+}
+
+#[cfg(feature = "test-exports")]
+impl<'a> From<&'a Class> for ClassOut<'a> {
+    fn from(c: &'a Class) -> Self {
+        match c {
+            Class::Transient { why } => ClassOut::Transient { why },
+            Class::Throttled {
+                retry_after_ms,
+                why,
+            } => ClassOut::Throttled {
+                retry_after_ms: retry_after_ms.map(|ms| ms as f64),
+                why,
+            },
+            Class::Fatal { why } => ClassOut::Fatal { why },
+        }
+    }
+}
+
+#[cfg(feature = "test-exports")]
+/// `{type: 'acquire' | 'removeStale' | 'reread' | 'useRecord'}`,
+/// `{type: 'wait', untilMs}`, `{type: 'lead', budgetMs}` or
+/// `{type: 'alone', budgetMs, warning (null: none)}`.
+#[derive(Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum FlightActionOut<'a> {
+    Acquire,
+    RemoveStale,
+    Reread,
+    UseRecord,
+    Wait {
+        until_ms: f64,
+    },
+    Lead {
+        budget_ms: f64,
+    },
+    Alone {
+        budget_ms: f64,
+        warning: Option<&'a str>,
+    },
+}
+
+#[cfg(feature = "test-exports")]
+impl<'a> From<&'a FlightAction> for FlightActionOut<'a> {
+    fn from(a: &'a FlightAction) -> Self {
+        match a {
+            FlightAction::Acquire => FlightActionOut::Acquire,
+            FlightAction::RemoveStale => FlightActionOut::RemoveStale,
+            FlightAction::Reread => FlightActionOut::Reread,
+            FlightAction::UseRecord => FlightActionOut::UseRecord,
+            FlightAction::Wait { until_ms } => FlightActionOut::Wait {
+                until_ms: *until_ms as f64,
+            },
+            FlightAction::Lead { budget_ms } => FlightActionOut::Lead {
+                budget_ms: *budget_ms as f64,
+            },
+            FlightAction::Alone { budget_ms, warning } => FlightActionOut::Alone {
+                budget_ms: *budget_ms as f64,
+                warning: warning.as_deref(),
+            },
+        }
+    }
+}
+
+// ---- the check machine -----------------------------------------------------
+
+/// `{pid, host}`: this process, as its lock names it.
+#[derive(Deserialize)]
+struct ProcessIn {
+    pid: u32,
+    host: String,
+}
+
+/// This process (see [`ProcessIn`]).
+pub fn process_facts(v: &JsValue) -> Result<ProcessFacts, Bad> {
+    let p: ProcessIn = read(v)?;
+    Ok(ProcessFacts {
+        pid: p.pid,
+        host: p.host,
+    })
+}
+
+/// One fact: its `type` and the fields that type has (`keyFile
+/// {report}` is read apart, as the report is tagged by `type` itself).
+/// One flat struct rather than an enum of fourteen: serde derives one
+/// reader instead of fourteen. `code` null: the action worked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FactIn {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    bytes: Option<Bytes>,
+    #[serde(default)]
+    is_file: Option<bool>,
+    #[serde(default)]
+    mtime_ms: Option<f64>,
+    #[serde(default)]
+    content: Option<Bytes>,
+    #[serde(default)]
+    fs_now_ms: Option<f64>,
+    #[serde(default)]
+    probe: Option<u32>,
+    #[serde(default)]
+    attempt: Option<u32>,
+    #[serde(default)]
+    result: Option<ResultIn>,
+}
+
+/// The fact types, for the message about one that is not.
+const FACT_TYPES: &[&str] = &[
+    "keyFile",
+    "recordBytes",
+    "recordOpenFailed",
+    "recordNotAFile",
+    "recordReadFailed",
+    "lockLinked",
+    "lockTempFailed",
+    "lockLinkFailed",
+    "lockStatFailed",
+    "lockFound",
+    "process",
+    "removed",
+    "written",
+    "deleted",
+    "response",
+];
+
+/// `field`, or that it is missing.
+fn needed<T>(field: Option<T>, name: &str) -> Result<T, Bad> {
+    field.ok_or_else(|| Bad::new("missing".into()).at(name))
+}
+
+/// A file time in epoch ms (`stat.mtimeMs`: fractional, and before 1970 for
+/// a file whose time was set so): whole ms, at least 0; `NaN` is 0.
+fn file_time(ms: f64) -> u64 {
+    // `as` saturates, and maps NaN to 0.
+    ms.max(0.0) as u64
+}
+
+/// The facts of one step: an array of them (see [`FactIn`]).
+pub fn facts(v: &JsValue) -> Result<Vec<Fact>, Bad> {
+    let Some(list) = v.dyn_ref::<js_sys::Array>() else {
+        return Err(Bad::new("expected an array".into()));
+    };
+    let mut facts = Vec::with_capacity(list.length() as usize);
+    for (i, item) in list.iter().enumerate() {
+        facts.push(fact(&item).map_err(|e| e.at_index(i))?);
+    }
+    Ok(facts)
+}
+
+fn fact(v: &JsValue) -> Result<Fact, Bad> {
+    let tag: TagIn = read(v)?;
+    if tag.kind == "keyFile" {
+        let report = js_sys::Reflect::get(v, &JsValue::from_str("report"))
+            .map_err(|_| Bad::new("could not be read".into()).at("report"))?;
+        return Ok(Fact::KeyFile(
+            key_file_report(&report).map_err(|e| e.at("report"))?,
+        ));
+    }
+    let f: FactIn = read(v)?;
+    let code = |f: FactIn| needed(f.code, "code");
+    Ok(match f.kind.as_str() {
+        "recordBytes" => Fact::Record(RecordRead::Bytes(needed(f.bytes, "bytes")?.0)),
+        "recordOpenFailed" => Fact::Record(RecordRead::OpenFailed { code: code(f)? }),
+        "recordNotAFile" => Fact::Record(RecordRead::NotAFile),
+        "recordReadFailed" => Fact::Record(RecordRead::ReadFailed { code: code(f)? }),
+        "lockLinked" => Fact::LockCreated(LockCreated::Linked),
+        "lockTempFailed" => Fact::LockCreated(LockCreated::TempFailed { code: code(f)? }),
+        "lockLinkFailed" => {
+            let fs_now_ms = f.fs_now_ms.map(file_time);
+            Fact::LockCreated(LockCreated::LinkFailed {
+                code: code(f)?,
+                fs_now_ms,
+            })
+        }
+        "lockStatFailed" => Fact::LockSeen(LockSeen::StatFailed { code: code(f)? }),
+        "lockFound" => Fact::LockSeen(LockSeen::Found {
+            is_file: needed(f.is_file, "isFile")?,
+            mtime_ms: file_time(needed(f.mtime_ms, "mtimeMs")?),
+            content: f.content.map(|b| b.0),
+        }),
+        "process" => Fact::Process { code: f.code },
+        "removed" => Fact::Removed { code: f.code },
+        "written" => Fact::Written { code: f.code },
+        "deleted" => Fact::Deleted { code: f.code },
+        "response" => Fact::Response {
+            probe: needed(f.probe, "probe")? as usize,
+            attempt: needed(f.attempt, "attempt")?,
+            result: probe_result_from(needed(f.result, "result")?),
+        },
+        other => {
+            return Err(Bad::new(format!(
+                "{} (expected {})",
+                quoted(other),
+                crate::bad_input::one_of(FACT_TYPES)
+            ))
+            .at("type"))
+        }
+    })
+}
+
+/// One action of the check machine: its `type` and the fields that type
+/// has (see `src/check/action.rs`). One flat struct, fields left out when
+/// a type has none: serde derives one writer instead of thirteen.
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckActionOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    folder: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<RequestOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    level: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<OutcomeOut<'a>>,
+}
+
+impl<'a> From<&'a CheckAction> for CheckActionOut<'a> {
+    fn from(a: &'a CheckAction) -> Self {
+        let out = |kind| CheckActionOut {
+            kind,
+            ..Default::default()
+        };
+        match a {
+            CheckAction::ReadKeyFile { file, limit } => CheckActionOut {
+                file: Some(file),
+                limit: Some(f64::from(*limit)),
+                ..out("readKeyFile")
+            },
+            CheckAction::CreateKeyFile {
+                file,
+                folder,
+                text,
+                limit,
+            } => CheckActionOut {
+                file: Some(file),
+                folder: folder.as_deref(),
+                text: Some(text),
+                limit: Some(f64::from(*limit)),
+                ..out("createKeyFile")
+            },
+            CheckAction::ReadRecord { file, limit } => CheckActionOut {
+                file: Some(file),
+                limit: Some(f64::from(*limit)),
+                ..out("readRecord")
+            },
+            CheckAction::CreateLock { file, content } => CheckActionOut {
+                file: Some(file),
+                content: Some(content),
+                ..out("createLock")
+            },
+            CheckAction::InspectLock { file, limit } => CheckActionOut {
+                file: Some(file),
+                limit: Some(f64::from(*limit)),
+                ..out("inspectLock")
+            },
+            CheckAction::ProbeProcess { pid } => CheckActionOut {
+                pid: Some(f64::from(*pid)),
+                ..out("probeProcess")
+            },
+            CheckAction::RemoveFile { file } => CheckActionOut {
+                file: Some(file),
+                ..out("removeFile")
+            },
+            CheckAction::WriteRecord { file, text } => CheckActionOut {
+                file: Some(file),
+                text: Some(text),
+                ..out("writeRecord")
+            },
+            CheckAction::DeleteRecord { file } => CheckActionOut {
+                file: Some(file),
+                ..out("deleteRecord")
+            },
+            CheckAction::Send {
+                probe,
+                attempt,
+                request,
+                timeout_ms,
+            } => CheckActionOut {
+                probe: Some(*probe as f64),
+                attempt: Some(f64::from(*attempt)),
+                request: Some(request.into()),
+                timeout_ms: Some(*timeout_ms as f64),
+                ..out("send")
+            },
+            CheckAction::Log { level, message } => CheckActionOut {
+                level: Some(match level {
+                    Level::Debug => "debug",
+                    Level::Info => "info",
+                    Level::Warning => "warning",
+                    Level::Error => "error",
+                }),
+                message: Some(message),
+                ..out("log")
+            },
+            CheckAction::Wait { until_ms } => CheckActionOut {
+                until_ms: Some(*until_ms as f64),
+                ..out("wait")
+            },
+            CheckAction::Done { outcome } => CheckActionOut {
+                outcome: Some(outcome.into()),
+                ..out("done")
+            },
+        }
+    }
+}
