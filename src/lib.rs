@@ -21,6 +21,7 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 pub mod cache;
 pub mod cache_folder;
+pub mod call;
 pub mod classify;
 pub mod config;
 pub mod hedge;
