@@ -82,11 +82,17 @@ fn facts() -> impl Strategy<Value = ErrorFacts> {
 }
 
 fn reply() -> impl Strategy<Value = Reply> {
+    let conflict = ErrorFacts {
+        status: Some(409),
+        ..ErrorFacts::default()
+    };
     prop_oneof![
         3 => Just(Reply::Ok),
         8 => facts().prop_map(Reply::Fail),
-        2 => any::<bool>().prop_map(|ours| Reply::Object { ours }),
-        2 => Just(Reply::Hang),
+        // 409s and objects read back often enough for the create's rules.
+        2 => Just(Reply::Fail(conflict)),
+        3 => any::<bool>().prop_map(|ours| Reply::Object { ours }),
+        3 => Just(Reply::Hang),
     ]
 }
 

@@ -177,7 +177,7 @@ impl Call {
             ..
         } = self.state
         {
-            if now >= at {
+            if now >= at && self.outcome.is_none() {
                 let facts = ErrorFacts {
                     timed_out: true,
                     message: "request timed out".into(),
