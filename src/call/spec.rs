@@ -20,7 +20,10 @@ pub struct CallSpec {
     /// The object's name (the `name` argument, or the pod an exec runs
     /// in); for a create, the body's `metadata.name` when not given.
     pub name: Option<String>,
-    /// For a create: the body sent, as JSON text.
+    /// For a create: the body sent, as JSON text. Without it (or with one
+    /// that does not parse) a create counts as naming no object: it is not
+    /// sent again once an attempt may have made it, and a 409 is never
+    /// read back.
     pub body: Option<String>,
 }
 
