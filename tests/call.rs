@@ -566,4 +566,9 @@ fn a_create_body_that_does_not_parse_is_named_in_a_debug_line_and_treated_as_unn
     );
     assert_eq!(r.outcome, CallOutcome::Throw { request: 2 });
     assert_eq!(r.read_backs(), 0);
+    // No body at all: the same.
+    let mut c = call(&s, CallSpec::method("createNamespacedPod"));
+    let r = run(&mut c, &[status(504), OK]);
+    assert_eq!(r.attempts(), 1);
+    assert!(gave_up(&r).contains("could make a second object"));
 }

@@ -326,6 +326,19 @@ proptest! {
             prop_assert!(at < end + t.max_lateness);
         }
 
+        // A give-up's cause is the last failure the host reported, and
+        // only when it was the last failure at all (not our timeout).
+        if let CallOutcome::GiveUp { last_request, .. } = &t.outcome {
+            let last_sent = t.sent.last().map(|s| s.1);
+            match last_request {
+                Some(r) => {
+                    prop_assert_eq!(Some(*r), last_sent);
+                    prop_assert!(matches!(applied(&t, *r), Some(Reply::Fail(_))));
+                }
+                None => prop_assert!(last_sent.is_none_or(|r| applied(&t, r).is_none()), "{:?}", t),
+            }
+        }
+
         match w.spec {
             // exec, log: sent again only after a failure that proves the
             // command never started; never after the stream opened.

@@ -178,6 +178,8 @@ impl Call {
         } = self.state
         {
             if now >= at && self.outcome.is_none() {
+                // Our own timeout: the host holds no error for it.
+                self.last_reported = None;
                 let facts = ErrorFacts {
                     timed_out: true,
                     message: "request timed out".into(),
