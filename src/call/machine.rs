@@ -54,10 +54,9 @@ pub struct Call {
     last_reported: Option<u32>,
     /// Warn, Info and Debug actions not yet returned, oldest first.
     pending: Vec<CallAction>,
-    outcome: Option<CallOutcome>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
     /// The next attempt may start at this time.
     AttemptDue { at_ms: u64 },
@@ -69,8 +68,8 @@ enum State {
         sent: Sent,
         timeout_at: Option<u64>,
     },
-    /// The outcome is decided.
-    Over,
+    /// The call is over: how it ends.
+    Over(CallOutcome),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +136,6 @@ impl Call {
             last_error: None,
             last_reported: None,
             pending,
-            outcome: None,
         }
     }
 
@@ -153,7 +151,10 @@ impl Call {
 
     /// The outcome, once decided.
     pub fn outcome(&self) -> Option<&CallOutcome> {
-        self.outcome.as_ref()
+        match &self.state {
+            State::Over(outcome) => Some(outcome),
+            _ => None,
+        }
     }
 
     /// The time by which the call is over, whatever happens: the deadline
@@ -177,7 +178,7 @@ impl Call {
             ..
         } = self.state
         {
-            if now >= at && self.outcome.is_none() {
+            if now >= at {
                 // Our own timeout: the host holds no error for it.
                 self.last_reported = None;
                 let facts = ErrorFacts {
@@ -191,12 +192,8 @@ impl Call {
         if !self.pending.is_empty() {
             return self.pending.remove(0);
         }
-        if let Some(outcome) = &self.outcome {
-            return CallAction::Done {
-                outcome: outcome.clone(),
-            };
-        }
-        match self.state {
+        match self.state.clone() {
+            State::Over(outcome) => CallAction::Done { outcome },
             State::AttemptDue { at_ms } if at_ms <= now => {
                 if self.attempts > 0 && now >= self.deadline_ms {
                     self.give_up(now, None);
@@ -251,7 +248,6 @@ impl Call {
             State::InFlight { timeout_at, .. } => CallAction::Wait {
                 until_ms: timeout_at,
             },
-            State::Over => unreachable!("an outcome is set when the call is over"),
         }
     }
 
@@ -349,14 +345,14 @@ impl Call {
         Ok(match self.state {
             State::InFlight {
                 request: r, sent, ..
-            } if r == request && self.outcome.is_none() => Some(sent),
+            } if r == request => Some(sent),
             _ => None,
         })
     }
 
     /// The request in flight failed with `facts`.
     fn failed(&mut self, request: u32, facts: ErrorFacts, now: u64) {
-        let State::InFlight { sent, .. } = self.state else {
+        let State::InFlight { sent, .. } = self.state.clone() else {
             return;
         };
         let stage = FailureStage::of(&facts);
@@ -489,8 +485,7 @@ impl Call {
     }
 
     fn finish(&mut self, outcome: CallOutcome) {
-        self.state = State::Over;
-        self.outcome = Some(outcome);
+        self.state = State::Over(outcome);
     }
 
     /// One debug line for `request` (a wrapped call only).
