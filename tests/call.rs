@@ -395,6 +395,35 @@ fn an_exec_set_up_that_failed_after_sending_is_never_sent_again() {
 }
 
 #[test]
+fn an_exec_set_up_whose_connection_was_never_made_is_retried_even_after_a_timeout() {
+    // A stale endpoint: the TCP connect hangs. The host aborts the set-up
+    // at its own timeout, which is a little shorter than the machine's,
+    // and reports that the request was never written.
+    let s = settings();
+    let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[Reply::HangConnecting, Reply::HangConnecting, OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
+    assert!(
+        r.sent.iter().all(|s| s.timeout_ms == Some(TIMEOUT - 1_000)),
+        "{:?}",
+        r.sent
+    );
+    assert_eq!(r.warnings.len(), 1);
+    // A failure reported before sending proves nothing was sent, whatever
+    // its codes say.
+    let mut c = call(&s, on("exec", "Pod", "p"));
+    let reset = Reply::FailBeforeSending {
+        facts: ErrorFacts {
+            codes: vec!["ECONNRESET".into()],
+            ..ErrorFacts::default()
+        },
+        latency: 40,
+    };
+    let r = run(&mut c, &[reset, OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+}
+
+#[test]
 fn an_exec_upgrade_refused_with_a_client_error_is_the_callers() {
     let s = settings();
     for s_ in [400, 404] {

@@ -31,6 +31,11 @@ use proptest::prelude::*;
 enum Reply {
     Ok,
     Fail(ErrorFacts),
+    /// Failed before the request was written (`on_failure_before_sending`).
+    FailBeforeSending(ErrorFacts),
+    /// The connection is never made: the host aborts at its own timeout
+    /// and reports it as failed before sending.
+    HangConnecting,
     /// A read-back's object: ours or another runner's.
     Object {
         ours: bool,
@@ -89,6 +94,8 @@ fn reply() -> impl Strategy<Value = Reply> {
     prop_oneof![
         3 => Just(Reply::Ok),
         8 => facts().prop_map(Reply::Fail),
+        1 => facts().prop_map(Reply::FailBeforeSending),
+        1 => Just(Reply::HangConnecting),
         // 409s and objects read back often enough for the create's rules.
         2 => Just(Reply::Fail(conflict)),
         3 => any::<bool>().prop_map(|ours| Reply::Object { ours }),
@@ -192,23 +199,36 @@ fn drive(w: &World) -> Trace {
         let action = call.poll(now);
         match action {
             CallAction::Send {
-                request, attempt, ..
+                request,
+                attempt,
+                timeout_ms,
             } => {
                 assert!(!done, "a Send after Done: {trace:?}");
                 trace.sent.push((now, request, attempt));
                 let (reply, latency) = w.replies[next_reply % w.replies.len()].clone();
                 next_reply += 1;
-                if !matches!(reply, Reply::Hang) {
-                    out.push((now + latency, request, false, reply));
+                match reply {
+                    Reply::Hang => {}
+                    Reply::HangConnecting => {
+                        let at = now + timeout_ms.expect("a wrapped call has a timeout");
+                        out.push((at, request, false, reply));
+                    }
+                    reply => out.push((now + latency, request, false, reply)),
                 }
             }
-            CallAction::ReadBack { request, .. } => {
+            CallAction::ReadBack {
+                request,
+                timeout_ms,
+                ..
+            } => {
                 assert!(!done, "a ReadBack after Done: {trace:?}");
                 trace.sent.push((now, request, 0));
                 let (reply, latency) = w.replies[next_reply % w.replies.len()].clone();
                 next_reply += 1;
-                if !matches!(reply, Reply::Hang) {
-                    out.push((now + latency, request, true, reply));
+                match reply {
+                    Reply::Hang => {}
+                    Reply::HangConnecting => out.push((now + timeout_ms, request, true, reply)),
+                    reply => out.push((now + latency, request, true, reply)),
                 }
             }
             CallAction::Warn { .. } | CallAction::Info { .. } | CallAction::Debug { .. } => {}
@@ -268,8 +288,17 @@ fn report(
     reply: Reply,
     now: u64,
 ) {
+    let aborted = ErrorFacts {
+        timed_out: true,
+        message: "This operation was aborted".into(),
+        ..ErrorFacts::default()
+    };
     let result = match (&reply, read_back) {
         (Reply::Fail(facts), _) => call.on_failure(request, now, facts.clone()),
+        (Reply::FailBeforeSending(facts), _) => {
+            call.on_failure_before_sending(request, now, facts.clone())
+        }
+        (Reply::HangConnecting, _) => call.on_failure_before_sending(request, now, aborted),
         (Reply::Ok, true) => call.on_read_back(request, now, POD_AS_STORED),
         (Reply::Object { ours }, true) => call.on_read_back(
             request,
@@ -294,6 +323,33 @@ fn report(
         reply,
         accepted,
     });
+}
+
+/// True when the applied report proves nothing reached the apiserver's
+/// handler for a connection (the set-up may be sent again).
+fn proves_not_started(reply: &Reply) -> bool {
+    match reply {
+        Reply::Fail(facts) => FailureStage::of(facts).setup_may_be_retried(),
+        Reply::FailBeforeSending(_) | Reply::HangConnecting => true,
+        _ => false,
+    }
+}
+
+/// True when the applied failure may have applied a write.
+fn may_have_applied(reply: Option<&Reply>) -> bool {
+    match reply {
+        None => true,
+        Some(Reply::Fail(facts)) => FailureStage::of(facts).may_have_applied(),
+        Some(_) => false,
+    }
+}
+
+/// True when the applied report is a failure.
+fn is_failure(reply: Option<&Reply>) -> bool {
+    matches!(
+        reply,
+        Some(Reply::Fail(_) | Reply::FailBeforeSending(_) | Reply::HangConnecting)
+    )
 }
 
 /// The applied report for `request`, if any (none: the machine's own
@@ -333,7 +389,7 @@ proptest! {
             match last_request {
                 Some(r) => {
                     prop_assert_eq!(Some(*r), last_sent);
-                    prop_assert!(matches!(applied(&t, *r), Some(Reply::Fail(_))));
+                    prop_assert!(is_failure(applied(&t, *r)));
                 }
                 None => prop_assert!(last_sent.is_none_or(|r| applied(&t, r).is_none()), "{:?}", t),
             }
@@ -346,13 +402,8 @@ proptest! {
                 prop_assert_eq!(t.operation, Operation::Connect);
                 for pair in t.sent.windows(2) {
                     let previous = pair[0].1;
-                    match applied(&t, previous) {
-                        Some(Reply::Fail(facts)) => prop_assert!(
-                            FailureStage::of(facts).setup_may_be_retried(),
-                            "sent again after {:?}", facts
-                        ),
-                        other => prop_assert!(false, "sent again after {:?}: {:?}", other, t),
-                    }
+                    let reply = applied(&t, previous);
+                    prop_assert!(reply.is_some_and(proves_not_started), "sent again after {:?}: {:?}", reply, t);
                 }
                 if let Some(opened) = t.reports.iter().position(|r| {
                     r.accepted == Accepted::Applied && matches!(r.reply, Reply::Ok | Reply::Object { .. })
@@ -381,13 +432,8 @@ proptest! {
             // may have made the object.
             2 => {
                 for pair in t.sent.windows(2) {
-                    match applied(&t, pair[0].1) {
-                        Some(Reply::Fail(facts)) => prop_assert!(
-                            !FailureStage::of(facts).may_have_applied(),
-                            "sent again after {:?}", facts
-                        ),
-                        other => prop_assert!(false, "sent again after {:?}", other),
-                    }
+                    let reply = applied(&t, pair[0].1);
+                    prop_assert!(is_failure(reply) && !may_have_applied(reply), "sent again after {:?}", reply);
                 }
                 prop_assert!(t.sent.iter().all(|s| s.2 != 0));
             }
@@ -396,13 +442,7 @@ proptest! {
             3 => {
                 if let CallOutcome::Deleted { request } = t.outcome {
                     prop_assert!(request > 1);
-                    let earlier_may_have = t.sent.iter().filter(|s| s.1 < request).any(|s| {
-                        match applied(&t, s.1) {
-                            None => true,
-                            Some(Reply::Fail(f)) => FailureStage::of(f).may_have_applied(),
-                            Some(_) => false,
-                        }
-                    });
+                    let earlier_may_have = t.sent.iter().filter(|s| s.1 < request).any(|s| may_have_applied(applied(&t, s.1)));
                     prop_assert!(earlier_may_have, "{:?}", t);
                 }
             }

@@ -201,13 +201,25 @@ impl Call {
                 }
                 self.requests += 1;
                 self.attempts += 1;
-                let timeout_ms = self.wrapped().then_some(self.request_timeout_ms);
+                let timeout_at = self
+                    .wrapped()
+                    .then_some(now.saturating_add(self.request_timeout_ms));
+                let timeout_ms = match self.operation {
+                    Operation::PassThrough => None,
+                    // The host aborts a set-up a little before the machine
+                    // would, so that its report, which knows whether the
+                    // request was written, comes first.
+                    Operation::Connect => {
+                        Some(self.request_timeout_ms - setup_report_margin(self.request_timeout_ms))
+                    }
+                    _ => Some(self.request_timeout_ms),
+                };
                 self.state = State::InFlight {
                     request: self.requests,
                     sent: Sent::Attempt {
                         number: self.attempts,
                     },
-                    timeout_at: timeout_ms.map(|t| now.saturating_add(t)),
+                    timeout_at,
                 };
                 CallAction::Send {
                     request: self.requests,
@@ -336,6 +348,27 @@ impl Call {
         Ok(Accepted::Applied)
     }
 
+    /// Request `request` failed before it was written: the host saw that
+    /// the connection (TCP, or the TLS handshake) was never made, for
+    /// example when its timeout fired during the connect. Nothing reached
+    /// the apiserver, so a connection's set-up may be sent again and a
+    /// write was not applied. When unsure, report with
+    /// [`Call::on_failure`].
+    pub fn on_failure_before_sending(
+        &mut self,
+        request: u32,
+        now_ms: u64,
+        facts: ErrorFacts,
+    ) -> Result<Accepted, ReportError> {
+        let now = self.observe(now_ms);
+        if self.current(request)?.is_none() {
+            return Ok(Accepted::Stale);
+        }
+        self.last_reported = Some(request);
+        self.failed_at(request, facts, Some(FailureStage::NotConnected), now);
+        Ok(Accepted::Applied)
+    }
+
     /// The current request's kind, `None` when `request` is not the one in
     /// flight (stale), an error when it was never sent.
     fn current(&self, request: u32) -> Result<Option<Sent>, ReportError> {
@@ -352,10 +385,22 @@ impl Call {
 
     /// The request in flight failed with `facts`.
     fn failed(&mut self, request: u32, facts: ErrorFacts, now: u64) {
+        self.failed_at(request, facts, None, now);
+    }
+
+    /// The request in flight failed with `facts`, at `stage` when the host
+    /// said (else the stage is read from the facts).
+    fn failed_at(
+        &mut self,
+        request: u32,
+        facts: ErrorFacts,
+        stage: Option<FailureStage>,
+        now: u64,
+    ) {
         let State::InFlight { sent, .. } = self.state.clone() else {
             return;
         };
-        let stage = FailureStage::of(&facts);
+        let stage = stage.unwrap_or_else(|| FailureStage::of(&facts));
         let class = classify(&facts, now, self.max_retry_after);
         let evidence = describe(&class, &facts);
         let attempt = match sent {
@@ -507,6 +552,12 @@ impl Call {
         self.latest_ms = self.latest_ms.max(now_ms);
         self.latest_ms
     }
+}
+
+/// How much sooner than the machine the host aborts a connection's
+/// set-up: a tenth of the request timeout, at most 1 s.
+fn setup_report_margin(request_timeout_ms: u64) -> u64 {
+    (request_timeout_ms / 10).min(1_000)
 }
 
 /// The error as messages quote it: the class's reason, with the client's

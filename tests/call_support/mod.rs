@@ -23,6 +23,12 @@ pub enum Reply {
     Body { body: String, latency: u64 },
     /// Fail after `latency` ms with these facts.
     Fail { facts: ErrorFacts, latency: u64 },
+    /// Fail after `latency` ms before the request was written (the host
+    /// saw the connection never made): `on_failure_before_sending`.
+    FailBeforeSending { facts: ErrorFacts, latency: u64 },
+    /// The connection is never made: the host aborts it at its own
+    /// timeout and reports that it was never written.
+    HangConnecting,
     /// Never answer: the machine's timeout ends it (or, for a call that
     /// passes through, nothing does).
     Hang,
@@ -180,9 +186,11 @@ fn start(
 ) -> (u32, Reply, Option<u64>) {
     let r = reply(sent);
     let at = match &r {
-        Reply::Ok { latency } | Reply::Body { latency, .. } | Reply::Fail { latency, .. } => {
-            Some(now + latency)
-        }
+        Reply::Ok { latency }
+        | Reply::Body { latency, .. }
+        | Reply::Fail { latency, .. }
+        | Reply::FailBeforeSending { latency, .. } => Some(now + latency),
+        Reply::HangConnecting => sent.timeout_ms.map(|t| now + t),
         Reply::Hang => None,
     };
     (sent.request, r, at)
@@ -197,6 +205,19 @@ pub fn deliver(call: &mut Call, request: u32, reply: Reply, now: u64) -> Accepte
         Reply::Ok { .. } => call.on_success(request, now),
         Reply::Body { body, .. } => call.on_read_back(request, now, &body),
         Reply::Fail { facts, .. } => call.on_failure(request, now, facts),
+        Reply::FailBeforeSending { facts, .. } => {
+            call.on_failure_before_sending(request, now, facts)
+        }
+        Reply::HangConnecting => call.on_failure_before_sending(
+            request,
+            now,
+            ErrorFacts {
+                timed_out: true,
+                name: Some("AbortError".into()),
+                message: "This operation was aborted".into(),
+                ..ErrorFacts::default()
+            },
+        ),
         Reply::Hang => unreachable!("a hung request is never delivered"),
     };
     result.expect("the machine takes every report of a request it sent")
