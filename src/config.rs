@@ -20,7 +20,8 @@ use crate::text::{parse_decimal, quoted, whole_number};
 /// most 20 attempts, 90 s deadline), 10 s per request, `Retry-After` honoured
 /// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), the
 /// rules-review fast path on, no hedged requests, no retry quota, OS
-/// randomness (no seed).
+/// randomness (no seed); the hooks' other API calls wrapped
+/// ([`crate::call`]) with a 90 s deadline each.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Backoff, jitter, attempt limit and deadline of every review.
@@ -52,6 +53,12 @@ pub struct Settings {
     pub on_inconclusive: OnInconclusive,
     /// The runner key file ([`crate::runner_key`]); `None`: in `$HOME`.
     pub key_file: Option<String>,
+    /// Whether the hooks' other Kubernetes calls are retried by the call
+    /// machine ([`crate::call`]); off: every call passes through unchanged.
+    pub resilient_calls: bool,
+    /// How long one wrapped call ([`crate::call`]) keeps retrying; its last
+    /// attempt may then run for one request timeout more.
+    pub call_deadline: Duration,
 }
 
 /// What an inconclusive check does when no grace record answers.
@@ -87,6 +94,8 @@ impl Settings {
             seed: None,
             on_inconclusive: OnInconclusive::Fail,
             key_file: None,
+            resilient_calls: true,
+            call_deadline: Duration::from_secs(90),
         }
     }
 }
@@ -292,6 +301,22 @@ pub const VARIABLES: &[Variable] = &[
         #[cfg(test)]
         meaning: "the runner's secret key file (mode 0600, in a folder job containers do not mount) that signs cached verdicts, so that they survive token rotation; made if missing",
         kind: Kind::Path { set: |s, path| s.key_file = Some(path.to_string()) },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS",
+        accepts: "on or off (also true/false, 1/0, yes/no)",
+        default: "on",
+        #[cfg(test)]
+        meaning: "whether the hooks' other Kubernetes calls (reads, lists, create, delete, exec and log set-up) are retried by the rules of docs/CALLS.md; off: each passes through unchanged",
+        kind: Kind::Switch { set: |s, on| s.resilient_calls = on },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS",
+        accepts: "a whole number of ms from 1000 to 3600000",
+        default: "90000",
+        #[cfg(test)]
+        meaning: "how long one of those calls keeps retrying before it gives up; its last attempt may run one request timeout past it",
+        kind: Kind::Millis { min: 1_000, max: H, set: |s, d| s.call_deadline = d },
     },
 ];
 
@@ -563,6 +588,8 @@ mod tests {
         assert_eq!(s.hedge_after, None);
         assert_eq!(s.retry_quota, None);
         assert_eq!(s.seed, None);
+        assert!(s.resilient_calls);
+        assert_eq!(s.call_deadline, Duration::from_secs(90));
         // The table's default texts agree with the values.
         let (from_table, errors) = Settings::from_env(
             VARIABLES
@@ -594,6 +621,8 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_CACHE_GRACE_MS", "5000"),
             ("ACTIONS_RUNNER_PREFLIGHT_SEED", "42"),
             ("ACTIONS_RUNNER_PREFLIGHT_KEY_FILE", "/etc/runner/key"),
+            ("ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS", "off"),
+            ("ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS", "30000"),
             ("PATH", "/bin"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
@@ -615,6 +644,8 @@ mod tests {
         assert_eq!(s.cache.grace, ms(5000));
         assert_eq!(s.seed, Some(42));
         assert_eq!(s.key_file.as_deref(), Some("/etc/runner/key"));
+        assert!(!s.resilient_calls);
+        assert_eq!(s.call_deadline, ms(30_000));
     }
 
     /// Each variable, set alone to a valid value that is not its default,
@@ -623,7 +654,7 @@ mod tests {
     #[test]
     fn each_variable_sets_its_own_field_and_no_other() {
         type Expect = fn(&mut Settings);
-        let cases: [(&str, &str, Expect); 18] = [
+        let cases: [(&str, &str, Expect); 20] = [
             ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500", |s| {
                 s.backoff.deadline = Duration::from_millis(2500)
             }),
@@ -678,6 +709,12 @@ mod tests {
                 "/etc/runner/key",
                 |s| s.key_file = Some("/etc/runner/key".into()),
             ),
+            ("ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS", "off", |s| {
+                s.resilient_calls = false
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS", "30000", |s| {
+                s.call_deadline = Duration::from_secs(30)
+            }),
         ];
         // One case per row of the table, in its order.
         let names: Vec<&str> = cases.iter().map(|c| c.0).collect();

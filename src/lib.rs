@@ -22,6 +22,7 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 pub mod bad_input;
 pub mod cache;
 pub mod cache_folder;
+pub mod call;
 pub mod check;
 pub mod classify;
 pub mod config;

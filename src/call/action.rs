@@ -1,0 +1,128 @@
+//! What the call machine asks the host to do ([`CallAction`]) and how a
+//! call ends ([`CallOutcome`]).
+
+/// What the host must do next. Poll again after each, but `Done`.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallAction {
+    /// Make the call now (the same method with the same arguments, for a
+    /// create the same body), abandon it after `timeout_ms` if one is
+    /// given, and report what happened under `request` (`on_success`,
+    /// `on_failure`, or for a connection `on_stream_opened`,
+    /// `on_setup_failed`). Keep what it returns: the outcome may ask for it.
+    Send {
+        /// The report number, from 1, counting read-backs too.
+        request: u32,
+        /// Which attempt of the call this is, from 1.
+        attempt: u32,
+        /// Abort it after this long and report it as timed out (for a
+        /// connection: abort the set-up, never an open stream); `None`
+        /// for a call that passes through: no timeout of ours.
+        timeout_ms: Option<u64>,
+    },
+    /// Read the object the create was for (the client's `read` method of
+    /// the same resource: `method`), abandon it after `timeout_ms`, and
+    /// report its body as JSON text with `on_read_back`, or its failure
+    /// with `on_failure`, under `request`.
+    ReadBack {
+        /// The report number.
+        request: u32,
+        /// The client method to call: the create's name with `read` for
+        /// `create` (`createNamespacedPod` -> `readNamespacedPod`).
+        method: String,
+        /// The object's name.
+        name: String,
+        /// The namespace the create was made in, if any.
+        namespace: Option<String>,
+        /// Abort it after this long and report it as timed out.
+        timeout_ms: u64,
+    },
+    /// Print this warning to the job log, then poll again.
+    Warn {
+        /// The text.
+        message: String,
+    },
+    /// Print this line to the job log (a call that recovered), then poll
+    /// again.
+    Info {
+        /// The text.
+        message: String,
+    },
+    /// Print this at debug level, then poll again: one line per attempt.
+    Debug {
+        /// The text.
+        message: String,
+    },
+    /// Nothing to do until `until_ms` (Unix epoch ms) or until the request
+    /// in flight settles, whichever comes first; `None`: until it settles.
+    Wait {
+        /// When to poll again at the latest.
+        until_ms: Option<u64>,
+    },
+    /// The call is over: abort anything still in flight (a late answer is
+    /// `Stale`) and end the call as `outcome` says. Every later poll
+    /// returns the same.
+    Done {
+        /// How the call ends.
+        outcome: CallOutcome,
+    },
+}
+
+/// How a call ends, for the host's wrapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// Resolve with what request `request` returned: its value, its open
+    /// stream, or for a create the object read back (an earlier attempt
+    /// made it).
+    Return {
+        /// The request whose result to return.
+        request: u32,
+    },
+    /// The delete is done: request `request` got 404 after an earlier
+    /// attempt may have deleted the object. Resolve with no value.
+    Deleted {
+        /// The request that got the 404.
+        request: u32,
+    },
+    /// Reject with the error request `request` got, unchanged: it is the
+    /// API's answer to the caller (a 404 on a read, a 409 on a first
+    /// create, a 422, an exec the apiserver refused, a pass-through's
+    /// error), as it would be without the wrapping.
+    Throw {
+        /// The request whose error to throw.
+        request: u32,
+    },
+    /// Reject with a new error saying `message`: the call gave up (out of
+    /// time or attempts, or a failure that may not be retried). The error
+    /// of `last_request`, when the host has one, is its cause.
+    GiveUp {
+        /// Which call, for how long, the last error, and that the API
+        /// failed, not the job.
+        message: String,
+        /// The last request that failed, if it reported an error.
+        last_request: Option<u32>,
+    },
+}
+
+/// What the machine did with a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// It changed the call.
+    Applied,
+    /// It was for a request that is no longer current (abandoned at its
+    /// timeout, or the call is over) and was ignored. The host closes what
+    /// it holds from it (a stream opened late is closed, never used).
+    Stale,
+}
+
+/// A report the machine cannot take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    /// No request with that number was sent.
+    #[error("no request {0} was sent for this call")]
+    UnknownRequest(u32),
+    /// A report of the wrong kind for the request (a body for a `Send`,
+    /// a stream for a read-back, ...).
+    #[error("request {0} got a report of the wrong kind for what it asked")]
+    WrongReport(u32),
+}

@@ -1,0 +1,575 @@
+//! The machine of one call ([`Call`]): its state, `poll`, and the `on_*`
+//! reports.
+
+use std::time::Duration;
+
+use super::action::{Accepted, CallAction, CallOutcome, ReportError};
+use super::failure_stage::FailureStage;
+use super::messages;
+use super::operation::Operation;
+use super::ownership::{Judgement, Ownership};
+use super::policy::{self, Decision};
+use super::spec::CallSpec;
+use crate::classify::{classify, Class, ErrorFacts};
+use crate::config::Settings;
+use crate::millis;
+use crate::random::RandomSource;
+use crate::schedule::Schedule;
+use crate::text;
+
+/// One Kubernetes API call, retried by the rules of its [`Operation`].
+/// See the module docs of [`crate::call`].
+#[derive(Debug, Clone)]
+pub struct Call {
+    operation: Operation,
+    spec: CallSpec,
+    /// For a create: what its body says about its owner.
+    sent: Option<Ownership>,
+    /// How messages name the call.
+    what: String,
+    schedule: Schedule,
+    random: RandomSource,
+    request_timeout_ms: u64,
+    max_retry_after: Duration,
+    deadline: Duration,
+    started_ms: u64,
+    /// No attempt starts at or after this time.
+    deadline_ms: u64,
+    /// Nothing is in flight after this time: the deadline plus one
+    /// request timeout.
+    end_ms: u64,
+    latest_ms: u64,
+    state: State,
+    /// Requests sent (attempts and read-backs).
+    requests: u32,
+    /// Attempts of the call sent.
+    attempts: u32,
+    /// An attempt of this call may have been applied (its write landed).
+    may_have_applied: bool,
+    /// Failures that were retried.
+    retried: u32,
+    warned: bool,
+    last_error: Option<String>,
+    /// The last request that reported an error (not our timeout).
+    last_reported: Option<u32>,
+    /// Warn, Info and Debug actions not yet returned, oldest first.
+    pending: Vec<CallAction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// The next attempt may start at this time.
+    AttemptDue { at_ms: u64 },
+    /// A read-back may start at this time; `conflict` got the 409.
+    ReadBackDue { at_ms: u64, conflict: u32 },
+    /// A request is out.
+    InFlight {
+        request: u32,
+        sent: Sent,
+        timeout_at: Option<u64>,
+    },
+    /// The call is over: how it ends.
+    Over(CallOutcome),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Attempt { number: u32 },
+    ReadBack { conflict: u32 },
+}
+
+impl Call {
+    /// A call described by `spec`, under `settings` (its backoff, jitter,
+    /// request timeout, `Retry-After` limit and seed; the deadline is
+    /// `call_deadline`), starting at `now_ms` (Unix epoch ms). With
+    /// `resilient_calls` off, every call passes through.
+    pub fn new(settings: &Settings, spec: CallSpec, now_ms: u64) -> Call {
+        let operation = if settings.resilient_calls {
+            Operation::of_method(&spec.method)
+        } else {
+            Operation::PassThrough
+        };
+        let mut pending = Vec::new();
+        let sent = match (&spec.body, operation) {
+            (Some(body), Operation::Create) => match Ownership::of_body(body) {
+                Ok(sent) => Some(sent),
+                Err(why) => {
+                    pending.push(CallAction::Debug {
+                        message: format!(
+                            "k8s-auth-preflight: {}: the body sent is not an object of the API's shape ({}); a 409 on a retry will be the caller's",
+                            spec.describe(None),
+                            text::clip(&why, 200)
+                        ),
+                    });
+                    None
+                }
+            },
+            _ => None,
+        };
+        let what = spec.describe(sent.as_ref());
+        let backoff = settings.backoff.with_deadline(settings.call_deadline);
+        let request_timeout_ms = millis(settings.request_timeout);
+        let deadline_ms = now_ms.saturating_add(millis(settings.call_deadline));
+        Call {
+            operation,
+            spec,
+            sent,
+            what,
+            schedule: Schedule::new(backoff),
+            random: match settings.seed {
+                Some(seed) => RandomSource::seeded(seed),
+                None => RandomSource::from_os(),
+            },
+            request_timeout_ms,
+            max_retry_after: settings.max_retry_after,
+            deadline: settings.call_deadline,
+            started_ms: now_ms,
+            deadline_ms,
+            end_ms: deadline_ms.saturating_add(request_timeout_ms),
+            latest_ms: now_ms,
+            state: State::AttemptDue { at_ms: now_ms },
+            requests: 0,
+            attempts: 0,
+            may_have_applied: false,
+            retried: 0,
+            warned: false,
+            last_error: None,
+            last_reported: None,
+            pending,
+        }
+    }
+
+    /// The kind of operation this call is treated as.
+    pub fn operation(&self) -> Operation {
+        self.operation
+    }
+
+    /// Requests sent so far (attempts and read-backs).
+    pub fn requests(&self) -> u32 {
+        self.requests
+    }
+
+    /// The outcome, once decided.
+    pub fn outcome(&self) -> Option<&CallOutcome> {
+        match &self.state {
+            State::Over(outcome) => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// The time by which the call is over, whatever happens: the deadline
+    /// plus one request timeout. `None` for a call that passes through (no
+    /// timeout of ours).
+    pub fn ends_by_ms(&self) -> Option<u64> {
+        (self.operation != Operation::PassThrough).then_some(self.end_ms)
+    }
+
+    fn wrapped(&self) -> bool {
+        self.operation != Operation::PassThrough
+    }
+
+    /// The next thing to do. See [`CallAction`]. Call it until it returns
+    /// `Wait` or `Done`.
+    pub fn poll(&mut self, now_ms: u64) -> CallAction {
+        let now = self.observe(now_ms);
+        if let State::InFlight {
+            request,
+            timeout_at: Some(at),
+            ..
+        } = self.state
+        {
+            if now >= at {
+                // Our own timeout: the host holds no error for it.
+                self.last_reported = None;
+                let facts = ErrorFacts {
+                    timed_out: true,
+                    message: "request timed out".into(),
+                    ..ErrorFacts::default()
+                };
+                self.failed(request, facts, now);
+            }
+        }
+        if !self.pending.is_empty() {
+            return self.pending.remove(0);
+        }
+        match self.state.clone() {
+            State::Over(outcome) => CallAction::Done { outcome },
+            State::AttemptDue { at_ms } if at_ms <= now => {
+                if self.attempts > 0 && now >= self.deadline_ms {
+                    self.give_up(now, None);
+                    return self.poll(now);
+                }
+                self.requests += 1;
+                self.attempts += 1;
+                let timeout_at = self
+                    .wrapped()
+                    .then_some(now.saturating_add(self.request_timeout_ms));
+                let timeout_ms = match self.operation {
+                    Operation::PassThrough => None,
+                    // The host aborts a set-up a little before the machine
+                    // would, so that its report, which knows whether the
+                    // request was written, comes first.
+                    Operation::Connect => {
+                        Some(self.request_timeout_ms - setup_report_margin(self.request_timeout_ms))
+                    }
+                    _ => Some(self.request_timeout_ms),
+                };
+                self.state = State::InFlight {
+                    request: self.requests,
+                    sent: Sent::Attempt {
+                        number: self.attempts,
+                    },
+                    timeout_at,
+                };
+                CallAction::Send {
+                    request: self.requests,
+                    attempt: self.attempts,
+                    timeout_ms,
+                }
+            }
+            State::ReadBackDue { at_ms, conflict } if at_ms <= now => {
+                let timeout_ms = self.request_timeout_ms.min(self.end_ms.saturating_sub(now));
+                let (Some(method), Some(name)) = (
+                    self.spec.read_method(),
+                    self.sent.as_ref().and_then(|s| s.name.clone()),
+                ) else {
+                    self.finish(CallOutcome::Throw { request: conflict });
+                    return self.poll(now);
+                };
+                if timeout_ms == 0 {
+                    self.give_up(now, None);
+                    return self.poll(now);
+                }
+                self.requests += 1;
+                self.state = State::InFlight {
+                    request: self.requests,
+                    sent: Sent::ReadBack { conflict },
+                    timeout_at: Some(now + timeout_ms),
+                };
+                CallAction::ReadBack {
+                    request: self.requests,
+                    method,
+                    name,
+                    namespace: self.spec.namespace.clone(),
+                    timeout_ms,
+                }
+            }
+            State::AttemptDue { at_ms } | State::ReadBackDue { at_ms, .. } => CallAction::Wait {
+                until_ms: Some(at_ms),
+            },
+            State::InFlight { timeout_at, .. } => CallAction::Wait {
+                until_ms: timeout_at,
+            },
+        }
+    }
+
+    /// Request `request` succeeded (a connection: its stream opened). The
+    /// outcome will say to return what it returned.
+    pub fn on_success(&mut self, request: u32, now_ms: u64) -> Result<Accepted, ReportError> {
+        let now = self.observe(now_ms);
+        let Some(sent) = self.current(request)? else {
+            return Ok(Accepted::Stale);
+        };
+        let Sent::Attempt { number } = sent else {
+            return Err(ReportError::WrongReport(request));
+        };
+        if self.retried > 0 {
+            let last = self.last_error.clone().unwrap_or_default();
+            let line = messages::recovered(&self.what, number, now - self.started_ms, &last);
+            self.pending.push(CallAction::Info { message: line });
+        }
+        self.debug(request, Some(number), "answered", "done", now);
+        self.finish(CallOutcome::Return { request });
+        Ok(Accepted::Applied)
+    }
+
+    /// The stream of connection request `request` opened: the command may
+    /// be running. Nothing is sent again, whatever happens to the stream.
+    /// The same as [`Call::on_success`], named for what a connection does.
+    pub fn on_stream_opened(&mut self, request: u32, now_ms: u64) -> Result<Accepted, ReportError> {
+        self.on_success(request, now_ms)
+    }
+
+    /// Read-back `request` answered with `body`, the object as JSON text.
+    /// The outcome returns it if it is the create's own, else throws the
+    /// 409.
+    pub fn on_read_back(
+        &mut self,
+        request: u32,
+        now_ms: u64,
+        body: &str,
+    ) -> Result<Accepted, ReportError> {
+        let now = self.observe(now_ms);
+        let Some(sent) = self.current(request)? else {
+            return Ok(Accepted::Stale);
+        };
+        let Sent::ReadBack { conflict } = sent else {
+            return Err(ReportError::WrongReport(request));
+        };
+        let judgement = match &self.sent {
+            Some(sent) => sent.judge(body),
+            None => Judgement::NotOurs("the create's body was not readable".into()),
+        };
+        match judgement {
+            Judgement::Ours => {
+                let line =
+                    messages::found_own_object(&self.what, self.attempts, now - self.started_ms);
+                self.pending.push(CallAction::Info { message: line });
+                self.debug(request, None, "the object is this call's own", "done", now);
+                self.finish(CallOutcome::Return { request });
+            }
+            Judgement::NotOurs(why) => {
+                let result = format!("the object is not this call's own: {why}");
+                self.debug(request, None, &result, "the 409 is the caller's", now);
+                self.finish(CallOutcome::Throw { request: conflict });
+            }
+        }
+        Ok(Accepted::Applied)
+    }
+
+    /// Request `request` failed; `facts` are what the host saw: the error
+    /// codes, the HTTP status (for a connection: the status the apiserver
+    /// answered the upgrade with), `Retry-After`, whether our timeout fired,
+    /// the message. For a connection, the stage it failed at is read from
+    /// them ([`FailureStage::of`]): refused (`ECONNREFUSED`), DNS
+    /// (`ENOTFOUND`), TLS (a certificate code), an HTTP status, our timeout.
+    pub fn on_failure(
+        &mut self,
+        request: u32,
+        now_ms: u64,
+        facts: ErrorFacts,
+    ) -> Result<Accepted, ReportError> {
+        let now = self.observe(now_ms);
+        if self.current(request)?.is_none() {
+            return Ok(Accepted::Stale);
+        }
+        self.last_reported = Some(request);
+        self.failed(request, facts, now);
+        Ok(Accepted::Applied)
+    }
+
+    /// Request `request` failed before it was written: the host saw that
+    /// the connection (TCP, or the TLS handshake) was never made, for
+    /// example when its timeout fired during the connect. Nothing reached
+    /// the apiserver, so a connection's set-up may be sent again and a
+    /// write was not applied. When unsure, report with
+    /// [`Call::on_failure`].
+    pub fn on_failure_before_sending(
+        &mut self,
+        request: u32,
+        now_ms: u64,
+        facts: ErrorFacts,
+    ) -> Result<Accepted, ReportError> {
+        let now = self.observe(now_ms);
+        if self.current(request)?.is_none() {
+            return Ok(Accepted::Stale);
+        }
+        self.last_reported = Some(request);
+        self.failed_at(request, facts, Some(FailureStage::NotConnected), now);
+        Ok(Accepted::Applied)
+    }
+
+    /// The current request's kind, `None` when `request` is not the one in
+    /// flight (stale), an error when it was never sent.
+    fn current(&self, request: u32) -> Result<Option<Sent>, ReportError> {
+        if request == 0 || request > self.requests {
+            return Err(ReportError::UnknownRequest(request));
+        }
+        Ok(match self.state {
+            State::InFlight {
+                request: r, sent, ..
+            } if r == request => Some(sent),
+            _ => None,
+        })
+    }
+
+    /// The request in flight failed with `facts`.
+    fn failed(&mut self, request: u32, facts: ErrorFacts, now: u64) {
+        self.failed_at(request, facts, None, now);
+    }
+
+    /// The request in flight failed with `facts`, at `stage` when the host
+    /// said (else the stage is read from the facts).
+    fn failed_at(
+        &mut self,
+        request: u32,
+        facts: ErrorFacts,
+        stage: Option<FailureStage>,
+        now: u64,
+    ) {
+        let State::InFlight { sent, .. } = self.state.clone() else {
+            return;
+        };
+        let stage = stage.unwrap_or_else(|| FailureStage::of(&facts));
+        let class = classify(&facts, now, self.max_retry_after);
+        let evidence = describe(&class, &facts);
+        let attempt = match sent {
+            Sent::Attempt { number } => Some(number),
+            Sent::ReadBack { .. } => None,
+        };
+        let decision = match sent {
+            Sent::Attempt { number } => policy::after_failure(
+                self.operation,
+                self.sent.as_ref(),
+                policy::Attempt {
+                    number,
+                    stage: &stage,
+                    class: &class,
+                    earlier_may_have_applied: self.may_have_applied,
+                },
+            ),
+            Sent::ReadBack { .. } => policy::after_read_back_failure(&class),
+        };
+        if attempt.is_some() {
+            self.may_have_applied |= stage.may_have_applied();
+        }
+        let result = format!(
+            "failed: {}, {evidence} ({})",
+            class.kind_name(),
+            stage.describe()
+        );
+        match decision {
+            Decision::Retry => {
+                self.retried += 1;
+                if !self.warned {
+                    self.warned = true;
+                    let line =
+                        messages::starts_failing(&self.what, &evidence, millis(self.deadline));
+                    self.pending.push(CallAction::Warn { message: line });
+                }
+                self.last_error = Some(evidence);
+                match self.next_delay(&class, now) {
+                    Some(delay) => {
+                        let at_ms = now + millis(delay);
+                        self.state = match sent {
+                            Sent::Attempt { .. } => State::AttemptDue { at_ms },
+                            Sent::ReadBack { conflict } => State::ReadBackDue { at_ms, conflict },
+                        };
+                        let next = format!("next attempt in {}", text::seconds(millis(delay)));
+                        self.debug(request, attempt, &result, &next, now);
+                    }
+                    None => {
+                        self.debug(request, attempt, &result, "no more attempts", now);
+                        self.give_up(now, None);
+                    }
+                }
+            }
+            Decision::ReadBack => {
+                self.last_error = Some(evidence);
+                self.state = State::ReadBackDue {
+                    at_ms: now,
+                    conflict: request,
+                };
+                self.debug(
+                    request,
+                    attempt,
+                    &result,
+                    "an earlier attempt may have made it: reading it back",
+                    now,
+                );
+            }
+            Decision::Deleted => {
+                self.debug(
+                    request,
+                    attempt,
+                    &result,
+                    "an earlier attempt deleted it: done",
+                    now,
+                );
+                self.finish(CallOutcome::Deleted { request });
+            }
+            Decision::Throw => {
+                let (thrown, next) = match sent {
+                    Sent::ReadBack { conflict } => (conflict, "the 409 is the caller's"),
+                    Sent::Attempt { .. } => {
+                        (request, "not retried: the API's answer is the caller's")
+                    }
+                };
+                self.debug(request, attempt, &result, next, now);
+                if facts.timed_out {
+                    // Our own timeout has no error for the host to throw.
+                    self.last_error = Some(evidence);
+                    self.give_up(now, None);
+                } else {
+                    self.finish(CallOutcome::Throw { request: thrown });
+                }
+            }
+            Decision::Stop(note) => {
+                self.last_error = Some(evidence);
+                self.debug(request, attempt, &result, "not retried", now);
+                self.give_up(now, Some(note));
+            }
+        }
+    }
+
+    /// The wait before the next request after a retryable failure, or
+    /// `None` when the schedule (attempts, deadline) says no more.
+    fn next_delay(&mut self, class: &Class, now: u64) -> Option<Duration> {
+        let elapsed = Duration::from_millis(now.saturating_sub(self.started_ms));
+        match class {
+            Class::Throttled {
+                retry_after_ms: Some(ms),
+                ..
+            } => self.schedule.next_delay_after_pushback(
+                elapsed,
+                Duration::from_millis(*ms),
+                &mut self.random,
+            ),
+            _ => self.schedule.next_delay(elapsed, &mut self.random),
+        }
+    }
+
+    fn give_up(&mut self, now: u64, note: Option<&str>) {
+        let last = self.last_error.as_deref().unwrap_or("none");
+        let message =
+            messages::gave_up(&self.what, now - self.started_ms, self.attempts, last, note);
+        self.finish(CallOutcome::GiveUp {
+            message,
+            last_request: self.last_reported,
+        });
+    }
+
+    fn finish(&mut self, outcome: CallOutcome) {
+        self.state = State::Over(outcome);
+    }
+
+    /// One debug line for `request` (a wrapped call only).
+    fn debug(&mut self, request: u32, attempt: Option<u32>, result: &str, next: &str, now: u64) {
+        if !self.wrapped() {
+            return;
+        }
+        let which = match attempt {
+            Some(n) => format!("attempt {n} (request {request})"),
+            None => format!("read-back (request {request})"),
+        };
+        let left = self.deadline_ms.saturating_sub(now);
+        let line = messages::attempt_line(&self.what, &which, result, next, left);
+        self.pending.push(CallAction::Debug { message: line });
+    }
+
+    /// Time never runs backwards inside the machine.
+    fn observe(&mut self, now_ms: u64) -> u64 {
+        self.latest_ms = self.latest_ms.max(now_ms);
+        self.latest_ms
+    }
+}
+
+/// How much sooner than the machine the host aborts a connection's
+/// set-up: a tenth of the request timeout, at most 1 s.
+fn setup_report_margin(request_timeout_ms: u64) -> u64 {
+    (request_timeout_ms / 10).min(1_000)
+}
+
+/// The error as messages quote it: the class's reason, with the client's
+/// message when it says more (as the check's messages do).
+fn describe(class: &Class, facts: &ErrorFacts) -> String {
+    let why = class.why();
+    let detail = facts.message.trim().trim_end_matches('.');
+    if facts.timed_out || detail.is_empty() || detail.len() > 160 {
+        why.to_string()
+    } else if text::contains(detail, why) {
+        detail.to_string()
+    } else {
+        format!("{why}: {detail}")
+    }
+}

@@ -1,0 +1,101 @@
+//! What a person reads about a call: one warning when it starts failing,
+//! one line when it recovers, the give-up error, and a debug line per
+//! attempt. The tone is the permission check's
+//! ([`crate::preflight`]'s outcome messages): what happened, the evidence,
+//! and whose fault it is.
+
+use crate::text::seconds;
+
+/// The warning printed once, at the first failure that will be retried.
+pub fn starts_failing(what: &str, evidence: &str, deadline_ms: u64) -> String {
+    format!(
+        "The Kubernetes API did not answer {what} ({evidence}); retrying for up to {} s. The job has not failed.",
+        // Whole seconds, rounded up, as the check's warning.
+        deadline_ms.div_ceil(1000)
+    )
+}
+
+/// The line printed when a call that failed succeeds after all.
+pub fn recovered(what: &str, attempts: u32, tried_ms: u64, last_error: &str) -> String {
+    format!(
+        "The Kubernetes API answered {what} after {attempts} attempts in {} (it failed transiently: {last_error}).",
+        seconds(tried_ms)
+    )
+}
+
+/// The line printed when a create's retry met its own earlier success.
+pub fn found_own_object(what: &str, attempts: u32, tried_ms: u64) -> String {
+    format!(
+        "The Kubernetes API answered {what} after {attempts} attempts in {}: an earlier attempt had made the object and its answer was lost; the object read back carries the labels and owner references that were sent, so it is used.",
+        seconds(tried_ms)
+    )
+}
+
+/// The give-up error: which call, for how long, the last error, and that
+/// the API failed, not the job. `note` says why it stopped early, if it did.
+pub fn gave_up(
+    what: &str,
+    tried_ms: u64,
+    attempts: u32,
+    last_error: &str,
+    note: Option<&str>,
+) -> String {
+    let attempts = match attempts {
+        1 => "1 attempt".to_string(),
+        n => format!("{n} attempts"),
+    };
+    let note = match note {
+        Some(note) => format!(" It was {note}."),
+        None => String::new(),
+    };
+    format!(
+        "The Kubernetes API call {what} did not succeed within {} ({attempts}; last error: {last_error}).{note} The Kubernetes API failed, not the job: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health.",
+        seconds(tried_ms)
+    )
+}
+
+/// One debug line for a request: what came back and what happens next.
+pub fn attempt_line(what: &str, request: &str, result: &str, next: &str, left_ms: u64) -> String {
+    format!(
+        "k8s-auth-preflight: {what}, {request}: {result}; {next}; {} of the deadline left",
+        seconds(left_ms)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn the_give_up_says_which_call_how_long_the_last_error_and_whose_fault() {
+        let text = gave_up(
+            "createNamespacedPod for Pod \"job-1\"",
+            90_400,
+            12,
+            "ECONNREFUSED",
+            None,
+        );
+        assert_eq!(
+            text,
+            "The Kubernetes API call createNamespacedPod for Pod \"job-1\" did not succeed within 90.4 s (12 attempts; last error: ECONNREFUSED). The Kubernetes API failed, not the job: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health."
+        );
+        let once = gave_up(
+            "exec for \"job-1\"",
+            10_000,
+            1,
+            "request timed out",
+            Some("not retried: why"),
+        );
+        assert!(once.contains("(1 attempt; last error: request timed out). It was not retried: why. The Kubernetes API failed, not the job"), "{once}");
+    }
+
+    #[test]
+    fn the_warning_rounds_the_deadline_up() {
+        assert_eq!(
+            starts_failing("listNamespacedPod", "ECONNREFUSED", 1_999),
+            "The Kubernetes API did not answer listNamespacedPod (ECONNREFUSED); retrying for up to 2 s. The job has not failed."
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! What kind of operation a call is, decided from the name of the
+//! `@kubernetes/client-node` method the host calls ([`Operation::of_method`]).
+//! The kind decides what may be retried (see the module docs of
+//! [`crate::call`] and docs/CALLS.md).
+
+/// The kind of a Kubernetes API call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// `read*`, `list*`, `get*`: retried like the permission check.
+    Read,
+    /// `create*`: retried on a transient error; a 409 on a retry is read
+    /// back and returned only when the object is this call's own.
+    Create,
+    /// `delete*` (`deleteCollection*` too): retried; a 404 on a retry,
+    /// after an attempt that may have deleted the object, is done.
+    Delete,
+    /// A streaming connection (`exec`, `attach`, `portForward`, `log`,
+    /// the client's `Exec`, `Attach`, `PortForward` and `Log` helpers):
+    /// only a set-up that provably never started the command is retried.
+    Connect,
+    /// Everything else (`patch*`, `replace*`, `connect*`, `watch`, unknown
+    /// names): one attempt, no timeout, no retry, no messages.
+    PassThrough,
+}
+
+/// The stream helpers' method names (`new k8s.Exec(kc).exec(...)`, ...).
+const CONNECTIONS: &[&str] = &["exec", "attach", "portForward", "log"];
+
+impl Operation {
+    /// The kind of the client-node method `method` (case-sensitive, as the
+    /// client spells it: `readNamespacedPod`, `createNamespacedSecret`,
+    /// `deleteCollectionNamespacedPod`, `exec`).
+    ///
+    /// A prefix counts only when an upper-case letter follows it
+    /// (`listNamespacedPod`, not `listen`). The API's own `connect*`
+    /// methods (`connectPostNamespacedPodProxy`, ...) are plain requests
+    /// that a proxy may forward to a pod, where a 5xx can be the pod's own
+    /// answer: they pass through.
+    pub fn of_method(method: &str) -> Operation {
+        if CONNECTIONS.contains(&method) {
+            return Operation::Connect;
+        }
+        let starts = |prefix: &str| {
+            method
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.bytes().next())
+                .is_some_and(|b| b.is_ascii_uppercase())
+        };
+        if starts("read") || starts("list") || starts("get") {
+            Operation::Read
+        } else if starts("create") {
+            Operation::Create
+        } else if starts("delete") {
+            Operation::Delete
+        } else {
+            Operation::PassThrough
+        }
+    }
+
+    /// `read`, `create`, `delete`, `connect` or `pass-through`, for debug
+    /// lines and docs.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Operation::Read => "read",
+            Operation::Create => "create",
+            Operation::Delete => "delete",
+            Operation::Connect => "connect",
+            Operation::PassThrough => "pass-through",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn the_hooks_methods_have_their_kinds() {
+        let table = [
+            ("readNamespacedPod", Operation::Read),
+            ("readNamespacedPodStatus", Operation::Read),
+            ("readNamespacedPodLog", Operation::Read),
+            ("readNamespacedJob", Operation::Read),
+            ("listNamespacedPod", Operation::Read),
+            ("listNamespacedSecret", Operation::Read),
+            ("getAPIResources", Operation::Read),
+            ("createNamespacedPod", Operation::Create),
+            ("createNamespacedSecret", Operation::Create),
+            ("createSelfSubjectAccessReview", Operation::Create),
+            ("deleteNamespacedPod", Operation::Delete),
+            ("deleteNamespacedSecret", Operation::Delete),
+            ("deleteCollectionNamespacedPod", Operation::Delete),
+            ("exec", Operation::Connect),
+            ("log", Operation::Connect),
+            ("attach", Operation::Connect),
+            ("portForward", Operation::Connect),
+            ("patchNamespacedPod", Operation::PassThrough),
+            ("replaceNamespacedPod", Operation::PassThrough),
+            ("replaceNamespacedPodStatus", Operation::PassThrough),
+            ("connectPostNamespacedPodProxy", Operation::PassThrough),
+            ("connectGetNamespacedPodExec", Operation::PassThrough),
+            ("watch", Operation::PassThrough),
+        ];
+        for (method, kind) in table {
+            assert_eq!(Operation::of_method(method), kind, "{method}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_alone_or_in_another_word_is_not_a_kind() {
+        for method in [
+            "",
+            "read",
+            "list",
+            "get",
+            "create",
+            "delete",
+            "listen",
+            "getter",
+            "created",
+            "deleted",
+            "readme",
+            "Exec",
+            "EXEC",
+            "execute",
+            "logs",
+            "Log",
+            " readNamespacedPod",
+            "readnamespacedpod",
+        ] {
+            assert_eq!(
+                Operation::of_method(method),
+                Operation::PassThrough,
+                "{method:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Whether an object read back after a 409 is the one this create made
+//! ([`Ownership`]).
+//!
+//! A create retried after an attempt whose answer was lost can meet its
+//! own object: the earlier attempt succeeded. It can also meet another
+//! job's object of the same name, which must never be adopted. What the
+//! create sent decides, exactly:
+//!
+//! - the sent body must name the object (`metadata.name`), and carry at
+//!   least one label or one owner reference with a `uid`: without them
+//!   nothing tells our object from another, and the 409 is the caller's;
+//! - the object read back must have the same name, the same `kind` when
+//!   both say one, every label that was sent with the same value (it may
+//!   have more: admission may add some), and among its owner references
+//!   every `uid` that was sent.
+//!
+//! Annotations, the spec and the rest are not compared: defaulting and
+//! admission change them. A body that is not a JSON object of the API's
+//! shape (labels that are not strings, ...) proves nothing: not ours.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::text::quoted;
+
+/// What a create sent that marks the object as its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ownership {
+    /// The sent `kind`, if any.
+    pub kind: Option<String>,
+    /// The sent `metadata.name`, if any.
+    pub name: Option<String>,
+    /// The sent `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// The `uid`s of the sent `metadata.ownerReferences`.
+    pub owner_uids: Vec<String>,
+}
+
+/// What an object read back is to this create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// The create's own object: an earlier attempt made it.
+    Ours,
+    /// Someone else's (or unprovable): why, for the debug line.
+    NotOurs(String),
+}
+
+#[derive(Deserialize)]
+struct Object {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Option<Metadata>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    owner_references: Option<Vec<OwnerReference>>,
+}
+
+#[derive(Deserialize)]
+struct OwnerReference {
+    #[serde(default)]
+    uid: Option<String>,
+}
+
+/// `text` as an object of the API's shape; an array (which serde would
+/// read into the struct by position) is refused too.
+fn parse(text: &str) -> Result<Object, String> {
+    if !text.trim_start().starts_with('{') {
+        return Err("not a JSON object".into());
+    }
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+impl Ownership {
+    /// Reads what `body` (the create's body as JSON text) says about its
+    /// owner; `Err` with the parser's reason when it is not an object of
+    /// the API's shape.
+    pub fn of_body(body: &str) -> Result<Ownership, String> {
+        let object = parse(body)?;
+        let metadata = object.metadata;
+        let (name, labels, owners) = match metadata {
+            Some(m) => (m.name, m.labels, m.owner_references),
+            None => (None, None, None),
+        };
+        Ok(Ownership {
+            kind: object.kind,
+            name,
+            labels: labels.unwrap_or_default(),
+            owner_uids: owners
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|o| o.uid)
+                .filter(|uid| !uid.is_empty())
+                .collect(),
+        })
+    }
+
+    /// True when an object read back could be recognised as ours: the
+    /// body named it and carried a label or an owner reference.
+    pub fn is_recognisable(&self) -> bool {
+        self.name.is_some() && (!self.labels.is_empty() || !self.owner_uids.is_empty())
+    }
+
+    /// Judges `read_back` (the object the API returned, as JSON text).
+    pub fn judge(&self, read_back: &str) -> Judgement {
+        if !self.is_recognisable() {
+            return Judgement::NotOurs(
+                "the create sent no name, or neither labels nor owner references to recognise it by".into(),
+            );
+        }
+        let object = match parse(read_back) {
+            Ok(object) => object,
+            Err(e) => {
+                return Judgement::NotOurs(format!("the object read back is unreadable ({e})"))
+            }
+        };
+        if let (Some(sent), Some(found)) = (&self.kind, &object.kind) {
+            if sent != found {
+                return Judgement::NotOurs(format!(
+                    "its kind is {}, not {}",
+                    quoted(found),
+                    quoted(sent)
+                ));
+            }
+        }
+        let metadata = object.metadata.unwrap_or(Metadata {
+            name: None,
+            labels: None,
+            owner_references: None,
+        });
+        if metadata.name != self.name {
+            let found = metadata.name.as_deref().unwrap_or("");
+            return Judgement::NotOurs(format!("its name is {}", quoted(found)));
+        }
+        let labels = metadata.labels.unwrap_or_default();
+        for (key, value) in &self.labels {
+            match labels.get(key) {
+                Some(found) if found == value => {}
+                Some(found) => {
+                    return Judgement::NotOurs(format!(
+                        "its label {} is {}, not {}",
+                        quoted(key),
+                        quoted(found),
+                        quoted(value)
+                    ))
+                }
+                None => return Judgement::NotOurs(format!("it has no label {}", quoted(key))),
+            }
+        }
+        let uids: Vec<String> = metadata
+            .owner_references
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|o| o.uid)
+            .collect();
+        for uid in &self.owner_uids {
+            if !uids.contains(uid) {
+                return Judgement::NotOurs(format!(
+                    "it has no owner reference with uid {}",
+                    quoted(uid)
+                ));
+            }
+        }
+        Judgement::Ours
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    const SENT: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"runner-1-workflow","labels":{"runner-pod":"runner-1","app":"job"},"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"runner-1","uid":"u-1"}]},"spec":{"containers":[]}}"#;
+
+    fn ours() -> Ownership {
+        Ownership::of_body(SENT).unwrap()
+    }
+
+    #[test]
+    fn the_sent_body_is_read() {
+        let o = ours();
+        assert_eq!(o.kind.as_deref(), Some("Pod"));
+        assert_eq!(o.name.as_deref(), Some("runner-1-workflow"));
+        assert_eq!(o.labels.len(), 2);
+        assert_eq!(o.owner_uids, vec!["u-1".to_string()]);
+        assert!(o.is_recognisable());
+    }
+
+    #[test]
+    fn the_object_as_the_server_returns_it_is_ours() {
+        // More labels, more owners, status, defaults: still ours.
+        let back = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"runner-1-workflow","namespace":"ns","uid":"p-9","labels":{"app":"job","runner-pod":"runner-1","added":"by-admission"},"ownerReferences":[{"uid":"other"},{"apiVersion":"v1","kind":"Pod","name":"runner-1","uid":"u-1"}]},"status":{"phase":"Pending"}}"#;
+        assert_eq!(ours().judge(back), Judgement::Ours);
+        // client-node's model, serialised without a kind: still ours.
+        let no_kind = r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-1"}]}}"#;
+        assert_eq!(ours().judge(no_kind), Judgement::Ours);
+    }
+
+    #[test]
+    fn another_jobs_object_is_not_ours() {
+        let cases = [
+            (
+                r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-2"},"ownerReferences":[{"uid":"u-1"}]}}"#,
+                "label",
+            ),
+            (
+                r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":"job"},"ownerReferences":[{"uid":"u-1"}]}}"#,
+                "no label",
+            ),
+            (
+                r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-2"}]}}"#,
+                "uid",
+            ),
+            (
+                r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-1"}}}"#,
+                "uid",
+            ),
+            (
+                r#"{"metadata":{"name":"other","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-1"}]}}"#,
+                "name",
+            ),
+            (
+                r#"{"kind":"Secret","metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-1"}]}}"#,
+                "kind",
+            ),
+            (r#"{"metadata":{}}"#, "name"),
+            (r#"{}"#, "name"),
+            (r#"not json"#, "unreadable"),
+            (
+                r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":1}}}"#,
+                "unreadable",
+            ),
+            (r#"[]"#, "unreadable"),
+        ];
+        for (back, why) in cases {
+            match ours().judge(back) {
+                Judgement::NotOurs(reason) => assert!(reason.contains(why), "{back}: {reason}"),
+                Judgement::Ours => panic!("adopted {back}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_body_with_nothing_to_recognise_it_by_never_adopts() {
+        let anything =
+            r#"{"metadata":{"name":"x","labels":{"a":"b"},"ownerReferences":[{"uid":"u"}]}}"#;
+        for sent in [
+            r#"{"metadata":{"name":"x"}}"#,
+            r#"{"metadata":{"name":"x","labels":{},"ownerReferences":[{"name":"no-uid"}]}}"#,
+            r#"{"metadata":{"generateName":"x-","labels":{"a":"b"}}}"#,
+            r#"{"kind":"Pod"}"#,
+        ] {
+            let o = Ownership::of_body(sent).unwrap();
+            assert!(!o.is_recognisable(), "{sent}");
+            assert!(matches!(o.judge(anything), Judgement::NotOurs(_)), "{sent}");
+        }
+    }
+
+    #[test]
+    fn a_body_of_the_wrong_shape_is_an_error() {
+        for sent in [
+            "",
+            "nope",
+            "[1]",
+            r#"{"metadata":{"labels":{"a":null}}}"#,
+            r#"{"metadata":{"ownerReferences":{}}}"#,
+        ] {
+            assert!(Ownership::of_body(sent).is_err(), "{sent:?}");
+        }
+    }
+}

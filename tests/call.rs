@@ -1,0 +1,603 @@
+//! The call machine's rules per kind of operation (docs/CALLS.md), driven
+//! with a simulated clock and apiserver. Each test pins one rule.
+
+mod call_support;
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+use std::time::Duration;
+
+use call_support::*;
+use k8s_auth_preflight::call::{
+    Accepted, Call, CallAction, CallOutcome, CallSpec, Operation, ReportError,
+};
+use k8s_auth_preflight::ErrorFacts;
+
+const TIMEOUT: u64 = 10_000;
+const DEADLINE: u64 = 90_000;
+
+fn gave_up(run: &Run) -> &str {
+    match &run.outcome {
+        CallOutcome::GiveUp { message, .. } => message,
+        other => panic!("expected a give-up, got {other:?}"),
+    }
+}
+
+// ---- reads and lists ----------------------------------------------------
+
+#[test]
+fn a_read_is_retried_like_the_check_until_it_succeeds() {
+    let s = settings();
+    let mut c = call(&s, on("listNamespacedPod", "Pod", "runner-1-workflow"));
+    assert_eq!(c.operation(), Operation::Read);
+    let r = run(
+        &mut c,
+        &[code("ECONNREFUSED"), status(503), status(403), OK],
+    );
+    assert_eq!(r.outcome, CallOutcome::Return { request: 4 });
+    assert_eq!(r.attempts(), 4);
+    assert!(r.sent.iter().all(|s| s.timeout_ms == Some(TIMEOUT)));
+    // One warning when it starts failing, one line when it recovers.
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert_eq!(
+        r.warnings[0],
+        "The Kubernetes API did not answer listNamespacedPod for Pod \"runner-1-workflow\" (ECONNREFUSED: fetch failed); retrying for up to 90 s. The job has not failed."
+    );
+    assert_eq!(r.infos.len(), 1, "{:?}", r.infos);
+    assert!(
+        r.infos[0].starts_with("The Kubernetes API answered listNamespacedPod for Pod \"runner-1-workflow\" after 4 attempts in ")
+            && r.infos[0].ends_with("(it failed transiently: HTTP 403).")
+    );
+    // A debug line per attempt.
+    assert_eq!(r.debug.len(), 4, "{:#?}", r.debug);
+    assert!(r.debug[0].starts_with("k8s-auth-preflight: listNamespacedPod for Pod \"runner-1-workflow\", attempt 1 (request 1): failed: transient, ECONNREFUSED"), "{}", r.debug[0]);
+    assert!(
+        r.debug[3].contains("attempt 4 (request 4): answered; done"),
+        "{}",
+        r.debug[3]
+    );
+}
+
+#[test]
+fn a_read_that_succeeds_at_once_prints_nothing_but_its_debug_line() {
+    let s = settings();
+    let mut c = call(&s, CallSpec::method("readNamespacedPod"));
+    let r = run(&mut c, &[OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
+    assert!(r.warnings.is_empty() && r.infos.is_empty());
+    assert_eq!(r.debug.len(), 1);
+}
+
+#[test]
+fn a_fatal_answer_to_a_read_is_the_callers_unchanged() {
+    let s = settings();
+    let mut c = call(&s, on("readNamespacedPod", "Pod", "gone"));
+    let r = run(&mut c, &[status(404)]);
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 1 });
+    assert_eq!(r.attempts(), 1);
+    assert!(r.warnings.is_empty());
+}
+
+#[test]
+fn a_read_gives_up_at_its_deadline_naming_the_call_the_time_and_the_last_error() {
+    let mut s = settings();
+    s.call_deadline = Duration::from_secs(20);
+    let mut c = call(&s, on("readNamespacedPod", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[code("ECONNREFUSED")]);
+    let message = gave_up(&r);
+    assert!(
+        message.starts_with("The Kubernetes API call readNamespacedPod for Pod \"runner-1-workflow\" did not succeed within "),
+        "{message}"
+    );
+    assert!(
+        message.contains("attempts; last error: ECONNREFUSED: fetch failed). The Kubernetes API failed, not the job"),
+        "{message}"
+    );
+    // No attempt starts at or after the deadline; the check's own 90 s
+    // deadline is not the call's.
+    assert!(r.sent.iter().all(|s| s.at < T0 + 20_000), "{:?}", r.sent);
+    assert!(r.done_at < T0 + 20_000, "{}", r.done_at - T0);
+    assert!(matches!(
+        r.outcome,
+        CallOutcome::GiveUp {
+            last_request: Some(_),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_one_timeout() {
+    let mut s = settings();
+    s.call_deadline = Duration::from_secs(30);
+    let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
+    let r = run(&mut c, &[Reply::Hang]);
+    let message = gave_up(&r);
+    assert!(
+        message.contains("last error: request timed out"),
+        "{message}"
+    );
+    assert!(r.done_at <= T0 + 30_000 + TIMEOUT, "{}", r.done_at - T0);
+    assert_eq!(c.ends_by_ms(), Some(T0 + 30_000 + TIMEOUT));
+    // Our own timeout has no error object for the host to attach.
+    assert!(matches!(
+        r.outcome,
+        CallOutcome::GiveUp {
+            last_request: None,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn retry_after_is_honoured_on_a_read() {
+    let s = settings();
+    let mut c = call(&s, CallSpec::method("listNamespacedPod"));
+    let r = run(&mut c, &[throttled("5"), OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+    let gap = r.sent[1].at - r.sent[0].at;
+    assert!(gap >= 5_000 + 20, "the retry came {gap} ms after the first");
+}
+
+#[test]
+fn a_retry_after_beyond_the_deadline_gives_up_at_once() {
+    let mut s = settings();
+    s.call_deadline = Duration::from_secs(10);
+    let mut c = call(&s, CallSpec::method("listNamespacedPod"));
+    let r = run(&mut c, &[throttled("30"), OK]);
+    gave_up(&r);
+    assert_eq!(r.attempts(), 1);
+}
+
+// ---- create ---------------------------------------------------------------
+
+#[test]
+fn a_create_is_retried_on_a_transient_error() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    assert_eq!(c.operation(), Operation::Create);
+    let r = run(&mut c, &[status(503), code("ECONNRESET"), OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
+    assert_eq!(r.read_backs(), 0);
+    // Named from the body.
+    assert!(
+        r.warnings[0].contains("createNamespacedPod for Pod \"runner-1-workflow\""),
+        "{}",
+        r.warnings[0]
+    );
+}
+
+#[test]
+fn a_409_on_a_retry_after_a_lost_answer_reads_back_and_returns_our_own_object() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    // The first attempt's answer is lost (it hangs past the timeout, the
+    // pod was made); the retry meets it.
+    let r = run(&mut c, &[Reply::Hang, status(409), body(POD_AS_STORED)]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
+    assert_eq!(r.read_backs(), 1);
+    assert_eq!(
+        r.sent[2].read_back,
+        Some((
+            "readNamespacedPod".to_string(),
+            "runner-1-workflow".to_string(),
+            Some("ci".to_string())
+        ))
+    );
+    assert_eq!(r.infos.len(), 1);
+    assert!(
+        r.infos[0].contains("an earlier attempt had made the object and its answer was lost"),
+        "{}",
+        r.infos[0]
+    );
+}
+
+#[test]
+fn a_409_on_a_retry_for_someone_elses_object_is_the_callers_409() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    let r = run(
+        &mut c,
+        &[status(502), status(409), body(POD_OF_ANOTHER_RUNNER)],
+    );
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 2 });
+    assert_eq!(r.read_backs(), 1);
+    assert!(
+        r.debug.iter().any(|d| d.contains(
+            "the object is not this call's own: it has no owner reference with uid \"8c3e-runner-1\""
+        )),
+        "{:#?}",
+        r.debug
+    );
+}
+
+#[test]
+fn a_409_on_the_first_attempt_is_always_the_callers_and_never_read_back() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    let r = run(&mut c, &[status(409), body(POD_AS_STORED)]);
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 1 });
+    assert_eq!(r.sent.len(), 1);
+    assert!(r.warnings.is_empty() && r.infos.is_empty());
+}
+
+#[test]
+fn a_409_after_attempts_that_never_reached_the_apiserver_is_the_callers() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    // Refused, DNS, a 429 from priority and fairness: none of them made
+    // the pod, so the 409 is someone else's, even with our labels.
+    let r = run(
+        &mut c,
+        &[
+            code("ECONNREFUSED"),
+            code("EAI_AGAIN"),
+            status(429),
+            status(409),
+            body(POD_AS_STORED),
+        ],
+    );
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 4 });
+    assert_eq!(r.read_backs(), 0);
+}
+
+#[test]
+fn a_create_with_nothing_to_recognise_its_object_by_never_reads_back() {
+    let s = settings();
+    let spec = CallSpec {
+        body: Some(r#"{"kind":"Secret","metadata":{"name":"s-1"},"data":{}}"#.into()),
+        ..CallSpec::method("createNamespacedSecret")
+    };
+    let mut c = call(&s, spec);
+    let r = run(&mut c, &[Reply::Hang, status(409), body(POD_AS_STORED)]);
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 2 });
+    assert_eq!(r.read_backs(), 0);
+}
+
+#[test]
+fn a_read_back_that_fails_transiently_is_retried_and_a_404_leaves_the_409_to_the_caller() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    let r = run(
+        &mut c,
+        &[
+            Reply::Hang,
+            status(409),
+            code("ECONNREFUSED"),
+            body(POD_AS_STORED),
+        ],
+    );
+    assert_eq!(r.outcome, CallOutcome::Return { request: 4 });
+    assert_eq!(r.read_backs(), 2);
+
+    let mut c = call(&s, pod_create());
+    let r = run(&mut c, &[Reply::Hang, status(409), status(404)]);
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 2 });
+}
+
+#[test]
+fn a_create_that_names_no_object_is_not_sent_again_once_it_may_have_been_made() {
+    let s = settings();
+    let spec = || CallSpec {
+        body: Some(
+            r#"{"kind":"Pod","metadata":{"generateName":"job-","labels":{"a":"b"}}}"#.into(),
+        ),
+        ..CallSpec::method("createNamespacedPod")
+    };
+    let mut c = call(&s, spec());
+    let r = run(&mut c, &[Reply::Hang, OK]);
+    assert_eq!(r.attempts(), 1);
+    assert!(
+        gave_up(&r).contains("could make a second object"),
+        "{}",
+        gave_up(&r)
+    );
+
+    // Refused: it was not made, and is sent again.
+    let mut c = call(&s, spec());
+    let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+}
+
+// ---- delete ---------------------------------------------------------------
+
+#[test]
+fn a_404_on_a_delete_retry_after_a_lost_answer_is_done() {
+    let s = settings();
+    let mut c = call(&s, on("deleteNamespacedPod", "Pod", "runner-1-workflow"));
+    assert_eq!(c.operation(), Operation::Delete);
+    let r = run(&mut c, &[Reply::Hang, status(404)]);
+    assert_eq!(r.outcome, CallOutcome::Deleted { request: 2 });
+}
+
+#[test]
+fn a_404_on_the_first_delete_is_the_callers() {
+    let s = settings();
+    let mut c = call(&s, on("deleteNamespacedSecret", "Secret", "s-1"));
+    let r = run(&mut c, &[status(404)]);
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 1 });
+}
+
+#[test]
+fn a_404_after_deletes_that_never_reached_the_apiserver_is_the_callers() {
+    let s = settings();
+    let mut c = call(&s, on("deleteNamespacedPod", "Pod", "p"));
+    let r = run(&mut c, &[code("ECONNREFUSED"), status(401), status(404)]);
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 3 });
+}
+
+#[test]
+fn a_delete_is_retried_on_a_transient_error() {
+    let s = settings();
+    let mut c = call(&s, on("deleteCollectionNamespacedPod", "Pod", "x"));
+    let r = run(&mut c, &[status(500), OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+}
+
+// ---- exec and log connections ---------------------------------------------
+
+#[test]
+fn an_exec_set_up_that_never_started_the_command_is_retried() {
+    let s = settings();
+    for failure in [
+        code("ECONNREFUSED"),
+        code("ENOTFOUND"),
+        code("CERT_HAS_EXPIRED"),
+        code("UND_ERR_CONNECT_TIMEOUT"),
+        status(503),
+        status(500),
+        status(429),
+        status(401),
+        status(403),
+    ] {
+        let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+        assert_eq!(c.operation(), Operation::Connect);
+        let r = run(&mut c, &[failure.clone(), OK]);
+        assert_eq!(r.outcome, CallOutcome::Return { request: 2 }, "{failure:?}");
+    }
+}
+
+#[test]
+fn an_exec_set_up_that_timed_out_after_sending_is_never_sent_again() {
+    let s = settings();
+    let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[Reply::Hang, OK]);
+    assert_eq!(r.attempts(), 1);
+    let message = gave_up(&r);
+    assert!(
+        message.contains("(1 attempt; last error: request timed out). It was not retried: the connection's set-up failed after its request may have reached the apiserver, so the command may have started, and a command must never run twice."),
+        "{message}"
+    );
+    assert!(message.contains("The Kubernetes API failed, not the job"));
+}
+
+#[test]
+fn an_exec_set_up_that_failed_after_sending_is_never_sent_again() {
+    let s = settings();
+    for failure in [
+        code("ECONNRESET"),
+        code("UND_ERR_SOCKET"),
+        code("ETIMEDOUT"),
+        Reply::Fail {
+            facts: ErrorFacts {
+                message: "socket hang up".into(),
+                ..ErrorFacts::default()
+            },
+            latency: 3,
+        },
+    ] {
+        let mut c = call(&s, on("exec", "Pod", "p"));
+        let r = run(&mut c, &[failure.clone(), OK]);
+        assert_eq!(r.attempts(), 1, "{failure:?}");
+        gave_up(&r);
+    }
+}
+
+#[test]
+fn an_exec_set_up_whose_connection_was_never_made_is_retried_even_after_a_timeout() {
+    // A stale endpoint: the TCP connect hangs. The host aborts the set-up
+    // at its own timeout, which is a little shorter than the machine's,
+    // and reports that the request was never written.
+    let s = settings();
+    let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[Reply::HangConnecting, Reply::HangConnecting, OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
+    assert!(
+        r.sent.iter().all(|s| s.timeout_ms == Some(TIMEOUT - 1_000)),
+        "{:?}",
+        r.sent
+    );
+    assert_eq!(r.warnings.len(), 1);
+    // A failure reported before sending proves nothing was sent, whatever
+    // its codes say.
+    let mut c = call(&s, on("exec", "Pod", "p"));
+    let reset = Reply::FailBeforeSending {
+        facts: ErrorFacts {
+            codes: vec!["ECONNRESET".into()],
+            ..ErrorFacts::default()
+        },
+        latency: 40,
+    };
+    let r = run(&mut c, &[reset, OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+}
+
+#[test]
+fn an_exec_upgrade_refused_with_a_client_error_is_the_callers() {
+    let s = settings();
+    for s_ in [400, 404] {
+        let mut c = call(&s, on("exec", "Pod", "p"));
+        let r = run(&mut c, &[status(s_), OK]);
+        assert_eq!(r.outcome, CallOutcome::Throw { request: 1 });
+    }
+}
+
+#[test]
+fn once_the_stream_is_open_the_call_is_over_and_nothing_is_sent_again() {
+    let s = settings();
+    let mut c = call(&s, on("log", "Pod", "p"));
+    let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+    // Whatever the host reports afterwards (the stream failing, a
+    // duplicate report), it is stale and nothing is sent.
+    let late = r.done_at + 1_000;
+    assert_eq!(
+        c.on_failure(2, late, ErrorFacts::default()),
+        Ok(Accepted::Stale)
+    );
+    assert_eq!(c.on_stream_opened(2, late), Ok(Accepted::Stale));
+    assert!(matches!(c.poll(late + 60_000), CallAction::Done { .. }));
+}
+
+#[test]
+fn a_stream_that_opens_after_its_set_up_timed_out_is_stale() {
+    let s = settings();
+    let mut c = call(&s, on("exec", "Pod", "p"));
+    let CallAction::Send { request, .. } = c.poll(T0) else {
+        panic!()
+    };
+    assert!(matches!(c.poll(T0), CallAction::Wait { until_ms: Some(t) } if t == T0 + TIMEOUT));
+    // The timeout fires; the machine gives up (never re-sends).
+    let mut actions = Vec::new();
+    loop {
+        let a = c.poll(T0 + TIMEOUT);
+        let done = matches!(a, CallAction::Done { .. });
+        actions.push(a);
+        if done {
+            break;
+        }
+    }
+    assert!(!actions.iter().any(|a| matches!(a, CallAction::Send { .. })));
+    assert_eq!(
+        c.on_stream_opened(request, T0 + TIMEOUT + 5),
+        Ok(Accepted::Stale)
+    );
+}
+
+// ---- pass-through and the switch ------------------------------------------
+
+#[test]
+fn patch_replace_and_unknown_methods_pass_through_unchanged() {
+    let s = settings();
+    for method in [
+        "patchNamespacedPod",
+        "replaceNamespacedSecret",
+        "connectPostNamespacedPodProxy",
+        "frobnicate",
+    ] {
+        let mut c = call(&s, on(method, "Pod", "p"));
+        assert_eq!(c.operation(), Operation::PassThrough);
+        let r = run(&mut c, &[status(503), OK]);
+        assert_eq!(r.outcome, CallOutcome::Throw { request: 1 }, "{method}");
+        assert_eq!(r.sent.len(), 1);
+        assert_eq!(r.sent[0].timeout_ms, None, "no timeout of ours");
+        assert!(r.waits.iter().all(|w| w.1.is_none()), "{:?}", r.waits);
+        assert!(r.warnings.is_empty() && r.infos.is_empty() && r.debug.is_empty());
+
+        let mut c = call(&s, on(method, "Pod", "p"));
+        let r = run(&mut c, &[OK]);
+        assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
+        assert!(r.debug.is_empty());
+        assert_eq!(c.ends_by_ms(), None);
+    }
+}
+
+#[test]
+fn with_the_switch_off_every_call_passes_through() {
+    let mut s = settings();
+    s.resilient_calls = false;
+    for spec in [
+        pod_create(),
+        CallSpec::method("listNamespacedPod"),
+        CallSpec::method("exec"),
+    ] {
+        let mut c = call(&s, spec);
+        assert_eq!(c.operation(), Operation::PassThrough);
+        let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
+        assert_eq!(r.outcome, CallOutcome::Throw { request: 1 });
+        assert!(r.warnings.is_empty() && r.debug.is_empty());
+    }
+}
+
+#[test]
+fn the_call_deadline_comes_from_its_own_setting() {
+    let (s, errors) = k8s_auth_preflight::Settings::from_env([
+        ("ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS", "15000"),
+        ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "60000"),
+        ("ACTIONS_RUNNER_PREFLIGHT_SEED", "3"),
+    ]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut c = Call::new(&s, CallSpec::method("listNamespacedPod"), T0);
+    assert_eq!(c.ends_by_ms(), Some(T0 + 15_000 + TIMEOUT));
+    let r = run(&mut c, &[code("ECONNREFUSED")]);
+    gave_up(&r);
+    assert!(
+        r.warnings[0].contains("retrying for up to 15 s"),
+        "{}",
+        r.warnings[0]
+    );
+    assert!(r.done_at < T0 + 15_000);
+
+    let (s, errors) = k8s_auth_preflight::Settings::from_env([(
+        "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS",
+        "soon",
+    )]);
+    assert_eq!(s.call_deadline, Duration::from_millis(DEADLINE));
+    assert_eq!(
+        errors[0].to_string(),
+        "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS=\"soon\" ignored: not a number; accepted: a whole number of ms from 1000 to 3600000; using the default 90000"
+    );
+}
+
+// ---- reports ----------------------------------------------------------------
+
+#[test]
+fn reports_for_requests_never_sent_or_of_the_wrong_kind_are_errors() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    assert_eq!(c.on_success(1, T0), Err(ReportError::UnknownRequest(1)));
+    let CallAction::Send { request, .. } = c.poll(T0) else {
+        panic!()
+    };
+    assert_eq!(
+        c.on_read_back(request, T0, POD_AS_STORED),
+        Err(ReportError::WrongReport(1))
+    );
+    assert_eq!(c.on_success(7, T0), Err(ReportError::UnknownRequest(7)));
+    assert_eq!(c.on_success(0, T0), Err(ReportError::UnknownRequest(0)));
+    assert_eq!(c.on_success(request, T0 + 5), Ok(Accepted::Applied));
+    assert_eq!(c.on_success(request, T0 + 6), Ok(Accepted::Stale));
+}
+
+#[test]
+fn a_create_body_that_does_not_parse_is_named_in_a_debug_line_and_treated_as_unnamed() {
+    let s = settings();
+    let spec = || CallSpec {
+        body: Some("{not json".into()),
+        ..CallSpec::method("createNamespacedPod")
+    };
+    // Whether it names its object is unknown: once it may have been made,
+    // it is not sent again, and a 409 is never read back.
+    let mut c = call(&s, spec());
+    let r = run(&mut c, &[Reply::Hang, status(409), body(POD_AS_STORED)]);
+    assert_eq!(r.attempts(), 1);
+    assert!(gave_up(&r).contains("could make a second object"));
+    assert!(
+        r.debug[0].contains("the body sent is not an object of the API's shape"),
+        "{}",
+        r.debug[0]
+    );
+    let mut c = call(&s, spec());
+    let r = run(
+        &mut c,
+        &[code("ECONNREFUSED"), status(409), body(POD_AS_STORED)],
+    );
+    assert_eq!(r.outcome, CallOutcome::Throw { request: 2 });
+    assert_eq!(r.read_backs(), 0);
+    // No body at all: the same.
+    let mut c = call(&s, CallSpec::method("createNamespacedPod"));
+    let r = run(&mut c, &[status(504), OK]);
+    assert_eq!(r.attempts(), 1);
+    assert!(gave_up(&r).contains("could make a second object"));
+}
