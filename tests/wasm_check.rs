@@ -210,3 +210,37 @@ fn a_bad_process_or_time_is_refused_at_once() {
     let (code, _) = error_code(c.step(f64::NAN, &json("[]")).unwrap_err());
     assert_eq!(code, "PREFLIGHT_BAD_TIME");
 }
+
+#[test]
+fn an_array_claiming_billions_of_items_is_refused_before_any_is_read() {
+    // A Proxy whose every item is a valid verb and whose length is 2^32 - 1:
+    // read item by item, it held the event loop for minutes.
+    let handler = js_sys::Object::new();
+    let get = js_sys::Function::new_with_args(
+        "target, key",
+        "return key === 'length' ? 4294967295 : (typeof key === 'string' && /^[0-9]+$/.test(key) ? 'get' : Reflect.get(target, key));",
+    );
+    Reflect::set(&handler, &JsValue::from_str("get"), &get).unwrap();
+    let verbs = js_sys::Proxy::new(&Array::new(), &handler);
+    let row = json(r#"{"group":"","resource":"pods"}"#);
+    Reflect::set(&row, &JsValue::from_str("verbs"), &verbs).unwrap();
+    let e = WasmCheck::new(
+        &json(ENV),
+        Array::of1(&row).into(),
+        "ci",
+        &JsValue::NULL,
+        &JsValue::NULL,
+        &json(r#"{"pid":42,"host":"runner-1"}"#),
+        T0,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        error_code(e),
+        (
+            "PREFLIGHT_BAD_INPUT".to_string(),
+            "invalid permissions: [0].verbs: has 4294967295 items; at most 100000 are read"
+                .to_string()
+        )
+    );
+}

@@ -174,6 +174,13 @@ impl<'de> de::Deserializer<'de> for In {
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.dyn_into::<Array>() {
+            // Refused before any item is read: a Proxy may claim 2^32 - 1
+            // items, each one a valid string, and reading them would hold
+            // the event loop for minutes.
+            Ok(array) if array.length() > MAX_ITEMS => Err(Bad::new(format!(
+                "has {} items; at most {MAX_ITEMS} are read",
+                array.length()
+            ))),
             Ok(array) => visitor.visit_seq(Items { array, next: 0 }),
             Err(v) => Err(expected("an array", &v)),
         }
@@ -239,6 +246,10 @@ fn field(object: &JsValue, key: &str) -> Result<JsValue, Bad> {
     Reflect::get(object, &JsValue::from_str(key))
         .map_err(|_| Bad::new("could not be read".into()).at(key))
 }
+
+/// The most items of any one JS array read (the permission table's own
+/// limit, 100, is checked once it is read).
+pub const MAX_ITEMS: u32 = 100_000;
 
 /// The items of a JS array, in order; a bad one is named by its index.
 struct Items {
