@@ -158,6 +158,22 @@ const BAD_HEADER_MESSAGES: &[&str] = &[
 /// Node's codes for the same refusal.
 const BAD_HEADER_CODES: &[&str] = &["ERR_INVALID_CHAR", "ERR_HTTP_INVALID_HEADER_VALUE"];
 
+/// The error as messages quote it (the check's and the calls' alike): the
+/// class's reason, with the client's message when it says more.
+pub fn describe(class: &Class, facts: &ErrorFacts) -> String {
+    let why = class.why();
+    let detail = facts.message.trim().trim_end_matches('.');
+    // An abort's message ("The user aborted a request.", "This operation was
+    // aborted") depends on the client and says nothing more than the flag.
+    if facts.timed_out || detail.is_empty() || detail.len() > 160 {
+        why.to_string()
+    } else if contains(detail, why) {
+        detail.to_string()
+    } else {
+        format!("{why}: {detail}")
+    }
+}
+
 /// Classifies one failure. `now_ms` (Unix epoch) is needed for HTTP-date
 /// `Retry-After` values; `retry_after_limit` clamps what a server may ask.
 pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) -> Class {

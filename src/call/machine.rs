@@ -10,7 +10,7 @@ use super::operation::Operation;
 use super::ownership::{Judgement, Ownership};
 use super::policy::{self, Decision};
 use super::spec::CallSpec;
-use crate::classify::{classify, Class, ErrorFacts};
+use crate::classify::{classify, describe, Class, ErrorFacts};
 use crate::config::Settings;
 use crate::millis;
 use crate::random::RandomSource;
@@ -558,18 +558,4 @@ impl Call {
 /// set-up: a tenth of the request timeout, at most 1 s.
 fn setup_report_margin(request_timeout_ms: u64) -> u64 {
     (request_timeout_ms / 10).min(1_000)
-}
-
-/// The error as messages quote it: the class's reason, with the client's
-/// message when it says more (as the check's messages do).
-fn describe(class: &Class, facts: &ErrorFacts) -> String {
-    let why = class.why();
-    let detail = facts.message.trim().trim_end_matches('.');
-    if facts.timed_out || detail.is_empty() || detail.len() > 160 {
-        why.to_string()
-    } else if text::contains(detail, why) {
-        detail.to_string()
-    } else {
-        format!("{why}: {detail}")
-    }
 }

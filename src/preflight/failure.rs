@@ -5,9 +5,8 @@
 
 use super::probe::{Probe, State};
 use super::Preflight;
-use crate::classify::{classify, Class, ErrorFacts};
+use crate::classify::{classify, describe, Class, ErrorFacts};
 use crate::hedge::AfterFailure;
-use crate::text;
 
 impl Preflight {
     /// Request `request` of probe `probe` failed. If the other copy of its
@@ -63,21 +62,5 @@ impl Preflight {
         }
         self.note_transient(evidence);
         self.retry_later(probe, facts, class, now);
-    }
-}
-
-/// The error as the messages quote it: the class's reason, with the
-/// client's message when it says more.
-fn describe(class: &Class, facts: &ErrorFacts) -> String {
-    let why = class.why();
-    let detail = facts.message.trim().trim_end_matches('.');
-    // An abort's message ("The user aborted a request.", "This operation was
-    // aborted") depends on the client and says nothing more than the flag.
-    if facts.timed_out || detail.is_empty() || detail.len() > 160 {
-        why.to_string()
-    } else if text::contains(detail, why) {
-        detail.to_string()
-    } else {
-        format!("{why}: {detail}")
     }
 }
