@@ -22,12 +22,11 @@ use std::time::Duration;
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
+use crate::call::{Call, CallAction, CallSpec, Operation};
 use crate::check::{Check, CheckAction, CheckInput, Fact, FactError};
 #[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
-#[cfg(feature = "test-exports")]
-use crate::config::Settings;
-use crate::config::{EnvValue, PREFIX};
+use crate::config::{EnvValue, Settings, PREFIX};
 #[cfg(feature = "test-exports")]
 use crate::preflight;
 use crate::preflight::{Preflight as Machine, ResultError, SetupError};
@@ -228,6 +227,82 @@ impl WasmCheck {
             self.check.on_fact(now, fact).map_err(fact_error)?;
         }
         Ok(steps(|| self.check.poll(now)))
+    }
+}
+
+/// The call policy of one set of settings (`new CallPolicy(env)`: read
+/// once, warned about once), making one [`Call`] machine per Kubernetes
+/// call (see `src/call/`).
+#[wasm_bindgen(js_name = CallPolicy)]
+pub struct WasmCallPolicy {
+    settings: Settings,
+    warnings: Vec<String>,
+}
+
+#[wasm_bindgen(js_class = CallPolicy)]
+impl WasmCallPolicy {
+    /// `new CallPolicy(env)`: the settings in `env`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(env: &JsValue) -> WasmCallPolicy {
+        let env = env_pairs(env);
+        let (settings, errors) = Settings::from_env_values(&values(&env));
+        WasmCallPolicy {
+            settings,
+            warnings: errors.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    /// The settings' warnings (a value that is not accepted, and what is
+    /// used instead), to print once.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// `passesThrough(method)`: whether a call of client method `method`
+    /// is made as it is, with no machine (see `Operation::of_call`).
+    #[wasm_bindgen(js_name = passesThrough)]
+    pub fn passes_through(&self, method: &str) -> bool {
+        Operation::of_call(&self.settings, &CallSpec::method(method)) == Operation::PassThrough
+    }
+
+    /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
+    /// namespace?, kind?, name?, body?, operation?}`.
+    pub fn call(&self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
+        let spec = read(spec, "spec", wire::call_spec)?;
+        Ok(WasmCall {
+            call: Call::new(&self.settings, spec, time(now_ms)?),
+        })
+    }
+}
+
+/// One Kubernetes call, retried by the rules of its kind.
+#[wasm_bindgen(js_name = Call)]
+pub struct WasmCall {
+    call: Call,
+}
+
+#[wasm_bindgen(js_class = Call)]
+impl WasmCall {
+    /// `step(nowMs, facts)`: reports `facts` (`{type: 'response', probe,
+    /// result}`, `result` `{type: 'succeeded'}`, `{type: 'readBack', body}`
+    /// or `{type: 'failed', facts}`), then returns the actions up to and
+    /// including the next `wait` or `done`. A report for a request no
+    /// longer current is ignored (the host closes what it holds from it).
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        let now = time(now_ms)?;
+        for (request, result) in read(facts, "facts", wire::call_facts)? {
+            self.call
+                .on_result(request, now, result)
+                .map_err(|e| error("PREFLIGHT_BAD_RESULT", &e.to_string()))?;
+        }
+        let actions = js_sys::Array::new();
+        loop {
+            let action = self.call.poll(now);
+            actions.push(&write(&wire::CallActionOut::from(&action)));
+            if matches!(action, CallAction::Wait { .. } | CallAction::Done { .. }) {
+                return Ok(actions);
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! What the call machine asks the host to do ([`CallAction`]) and how a
 //! call ends ([`CallOutcome`]).
 
+use crate::classify::ErrorFacts;
+
 /// What the host must do next. Poll again after each, but `Done`.
 #[must_use]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +103,23 @@ pub enum CallOutcome {
         message: String,
         /// The last request that failed, if it reported an error.
         last_request: Option<u32>,
+    },
+}
+
+/// What the host saw of one request, for [`Call::on_result`](super::Call::on_result).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallResult {
+    /// It succeeded (a connection: its stream opened).
+    Succeeded,
+    /// A read-back answered with this body, the object as JSON text.
+    ReadBack {
+        /// The response body.
+        body: String,
+    },
+    /// It failed; what the host saw.
+    Failed {
+        /// The error facts.
+        facts: ErrorFacts,
     },
 }
 

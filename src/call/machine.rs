@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::action::{Accepted, CallAction, CallOutcome, ReportError};
+use super::action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
 use super::failure_stage::FailureStage;
 use super::messages;
 use super::operation::Operation;
@@ -84,11 +84,7 @@ impl Call {
     /// `call_deadline`), starting at `now_ms` (Unix epoch ms). With
     /// `resilient_calls` off, every call passes through.
     pub fn new(settings: &Settings, spec: CallSpec, now_ms: u64) -> Call {
-        let operation = if settings.resilient_calls {
-            Operation::of_method(&spec.method)
-        } else {
-            Operation::PassThrough
-        };
+        let operation = Operation::of_call(settings, &spec);
         let mut pending = Vec::new();
         let sent = match (&spec.body, operation) {
             (Some(body), Operation::Create) => match Ownership::of_body(body) {
@@ -260,6 +256,21 @@ impl Call {
             State::InFlight { timeout_at, .. } => CallAction::Wait {
                 until_ms: timeout_at,
             },
+        }
+    }
+
+    /// What request `request` got, as one report: [`Call::on_success`],
+    /// [`Call::on_read_back`] or [`Call::on_failure`] by its kind.
+    pub fn on_result(
+        &mut self,
+        request: u32,
+        now_ms: u64,
+        result: CallResult,
+    ) -> Result<Accepted, ReportError> {
+        match result {
+            CallResult::Succeeded => self.on_success(request, now_ms),
+            CallResult::ReadBack { body } => self.on_read_back(request, now_ms, &body),
+            CallResult::Failed { facts } => self.on_failure(request, now_ms, facts),
         }
     }
 

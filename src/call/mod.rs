@@ -60,7 +60,7 @@ mod ownership;
 pub mod policy;
 mod spec;
 
-pub use action::{Accepted, CallAction, CallOutcome, ReportError};
+pub use action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
 pub use failure_stage::FailureStage;
 pub use machine::Call;
 pub use operation::Operation;

@@ -3,10 +3,14 @@
 //! The kind decides what may be retried (see the module docs of
 //! [`crate::call`] and docs/CALLS.md).
 
+use super::spec::CallSpec;
+use crate::config::Settings;
+
 /// The kind of a Kubernetes API call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
-    /// `read*`, `list*`, `get*`: retried like the permission check.
+    /// `read*`, `list*`, `get*`, and the reviews (`create*Review`, which
+    /// ask and store nothing): retried like the permission check.
     Read,
     /// `create*`: retried on a transient error; a 409 on a retry is read
     /// back and returned only when the object is this call's own.
@@ -46,7 +50,10 @@ impl Operation {
                 .and_then(|rest| rest.bytes().next())
                 .is_some_and(|b| b.is_ascii_uppercase())
         };
-        if starts("read") || starts("list") || starts("get") {
+        // A review (`createSelfSubjectAccessReview`, `createTokenReview`)
+        // is a question: it stores nothing and names no object.
+        let review = starts("create") && method.ends_with("Review");
+        if review || starts("read") || starts("list") || starts("get") {
             Operation::Read
         } else if starts("create") {
             Operation::Create
@@ -55,6 +62,32 @@ impl Operation {
         } else {
             Operation::PassThrough
         }
+    }
+
+    /// The kind named `name` (one of [`Operation::name`]'s), for a host
+    /// that says what a call is when its method name cannot (a function
+    /// passed to `retryK8sApiCall`).
+    pub fn of_name(name: &str) -> Option<Operation> {
+        [
+            Operation::Read,
+            Operation::Create,
+            Operation::Delete,
+            Operation::Connect,
+            Operation::PassThrough,
+        ]
+        .into_iter()
+        .find(|o| o.name() == name)
+    }
+
+    /// The kind a call of `spec` is treated as under `settings`: every
+    /// call passes through with `resilient_calls` off; else the kind the
+    /// host named, else the method's.
+    pub fn of_call(settings: &Settings, spec: &CallSpec) -> Operation {
+        if !settings.resilient_calls {
+            return Operation::PassThrough;
+        }
+        spec.operation
+            .unwrap_or_else(|| Operation::of_method(&spec.method))
     }
 
     /// `read`, `create`, `delete`, `connect` or `pass-through`, for debug
@@ -88,7 +121,9 @@ mod tests {
             ("getAPIResources", Operation::Read),
             ("createNamespacedPod", Operation::Create),
             ("createNamespacedSecret", Operation::Create),
-            ("createSelfSubjectAccessReview", Operation::Create),
+            ("createSelfSubjectAccessReview", Operation::Read),
+            ("createSelfSubjectRulesReview", Operation::Read),
+            ("createTokenReview", Operation::Read),
             ("deleteNamespacedPod", Operation::Delete),
             ("deleteNamespacedSecret", Operation::Delete),
             ("deleteCollectionNamespacedPod", Operation::Delete),
@@ -106,6 +141,36 @@ mod tests {
         for (method, kind) in table {
             assert_eq!(Operation::of_method(method), kind, "{method}");
         }
+    }
+
+    #[test]
+    fn kinds_are_found_by_their_names_and_by_nothing_else() {
+        for kind in [
+            Operation::Read,
+            Operation::Create,
+            Operation::Delete,
+            Operation::Connect,
+            Operation::PassThrough,
+        ] {
+            assert_eq!(Operation::of_name(kind.name()), Some(kind));
+        }
+        for name in ["", "Read", "passThrough", "write", "read "] {
+            assert_eq!(Operation::of_name(name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_named_kind_wins_over_the_method_and_off_wins_over_both() {
+        let mut settings = Settings::new();
+        let mut spec = CallSpec::method("retryK8sApiCall");
+        assert_eq!(Operation::of_call(&settings, &spec), Operation::PassThrough);
+        spec.operation = Some(Operation::Read);
+        assert_eq!(Operation::of_call(&settings, &spec), Operation::Read);
+        let create = CallSpec::method("createNamespacedPod");
+        assert_eq!(Operation::of_call(&settings, &create), Operation::Create);
+        settings.resilient_calls = false;
+        assert_eq!(Operation::of_call(&settings, &spec), Operation::PassThrough);
+        assert_eq!(Operation::of_call(&settings, &create), Operation::PassThrough);
     }
 
     #[test]

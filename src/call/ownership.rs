@@ -14,6 +14,12 @@
 //!   have more: admission may add some), and among its owner references
 //!   every `uid` that was sent.
 //!
+//! - the object read back must not be being deleted (`deletionTimestamp`):
+//!   a create never makes such an object, and the runner hooks' job pod
+//!   has a fixed name and one label, the same as the previous job's pod
+//!   that `prepare_job` deleted a moment before and that may still be
+//!   terminating.
+//!
 //! Annotations, the spec and the rest are not compared: defaulting and
 //! admission change them. A body that is not a JSON object of the API's
 //! shape (labels that are not strings, ...) proves nothing: not ours.
@@ -63,6 +69,8 @@ struct Metadata {
     labels: Option<BTreeMap<String, String>>,
     #[serde(default)]
     owner_references: Option<Vec<OwnerReference>>,
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -77,7 +85,7 @@ fn parse(text: &str) -> Result<Object, String> {
     if !text.trim_start().starts_with('{') {
         return Err("not a JSON object".into());
     }
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    crate::json_tree::from_str(text).map_err(|e| e.to_string())
 }
 
 impl Ownership {
@@ -136,10 +144,17 @@ impl Ownership {
             name: None,
             labels: None,
             owner_references: None,
+            deletion_timestamp: None,
         });
         if metadata.name != self.name {
             let found = metadata.name.as_deref().unwrap_or("");
             return Judgement::NotOurs(format!("its name is {}", quoted(found)));
+        }
+        if metadata.deletion_timestamp.is_some() {
+            // A create never makes an object that is being deleted: this
+            // is an older one of the same name and labels (the runner's
+            // previous job pod, deleted just before), still terminating.
+            return Judgement::NotOurs("it is being deleted (it has a deletionTimestamp)".into());
         }
         let labels = metadata.labels.unwrap_or_default();
         for (key, value) in &self.labels {
@@ -232,6 +247,10 @@ mod tests {
             (
                 r#"{"kind":"Secret","metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-1"}]}}"#,
                 "kind",
+            ),
+            (
+                r#"{"metadata":{"name":"runner-1-workflow","deletionTimestamp":"2026-12-01T10:00:00Z","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-1"}]}}"#,
+                "being deleted",
             ),
             (r#"{"metadata":{}}"#, "name"),
             (r#"{}"#, "name"),

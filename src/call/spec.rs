@@ -1,6 +1,7 @@
 //! What the host says about a call ([`CallSpec`]): the client method, and
 //! what the call is about, for the messages and the read-back.
 
+use super::operation::Operation;
 use super::ownership::Ownership;
 use crate::text::{clip, quoted};
 
@@ -25,6 +26,10 @@ pub struct CallSpec {
     /// sent again once an attempt may have made it, and a 409 is never
     /// read back.
     pub body: Option<String>,
+    /// The kind of operation, when the host says (a function passed to
+    /// `retryK8sApiCall` has no method name); else it is read from
+    /// `method` ([`Operation::of_method`]).
+    pub operation: Option<Operation>,
 }
 
 impl CallSpec {

@@ -298,6 +298,6 @@ pub fn on(method: &str, kind: &str, name: &str) -> CallSpec {
         namespace: Some("ci".into()),
         kind: Some(kind.into()),
         name: Some(name.into()),
-        body: None,
+        ..CallSpec::default()
     }
 }
