@@ -27,6 +27,27 @@ class PreflightError extends Error {
   }
 }
 
+/**
+ * A Kubernetes call that the call policy gave up on (out of time or
+ * attempts, or a failure that may not be retried). Its message says which
+ * call, for how long, the last error, and that the API failed, not the job;
+ * `cause` is the last error the call got, when there is one. It has no
+ * `body` or `response` of its own, so a host that prints those of an API
+ * error prints this message.
+ */
+class CallGaveUpError extends Error {
+  constructor(message, cause) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'CallGaveUpError';
+    this.code = 'PREFLIGHT_CALL_GAVE_UP';
+    this[BRAND] = true;
+  }
+}
+
+function isCallGaveUpError(e) {
+  return Boolean(e) && e[BRAND] === true && e.code === 'PREFLIGHT_CALL_GAVE_UP';
+}
+
 function isPreflightInconclusiveError(e) {
   return Boolean(e) && e[BRAND] === true && e.code === 'PREFLIGHT_INCONCLUSIVE';
 }
@@ -35,4 +56,11 @@ function isPreflightError(e) {
   return Boolean(e) && e[BRAND] === true && e.code === 'PREFLIGHT_ERROR';
 }
 
-module.exports = { PreflightInconclusiveError, PreflightError, isPreflightInconclusiveError, isPreflightError };
+module.exports = {
+  PreflightInconclusiveError,
+  PreflightError,
+  CallGaveUpError,
+  isPreflightInconclusiveError,
+  isPreflightError,
+  isCallGaveUpError,
+};

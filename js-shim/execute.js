@@ -16,7 +16,7 @@ const plainFacts = (error, timedOut) => errorFacts(error, { timedOut });
 const MAX_TIMER_MS = 0x7fffffff;
 
 /**
- * @param machine   a wasm `Check` (or `Preflight.forCall`): `step(nowMs, facts) -> actions`
+ * @param machine   a wasm `Check` or `Call`: `step(nowMs, facts) -> actions`
  * @param io.send   (action, signal) => Promise<result>, result as the core takes it
  * @param io.file   (action) => fact, for every action that is not send, log, wait or done
  * @param clock     () => epoch ms
@@ -44,10 +44,14 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
   const start = (action) => {
     const controller = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, action.timeoutMs);
+    // A call that passes through has no timeout of ours (null).
+    const timer =
+      action.timeoutMs === null
+        ? null
+        : setTimeout(() => {
+            timedOut = true;
+            controller.abort();
+          }, action.timeoutMs);
     const entry = { controller, timer };
     inFlight.add(entry);
     const settle = (result) => {
@@ -97,12 +101,16 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
         }
       }
       if (facts.length === 0 && settled.length === 0) {
-        const delay = Math.min(MAX_TIMER_MS, Math.max(0, (untilMs === null ? clock() : untilMs) - clock()));
+        // `untilMs` null: until a request settles, however long.
+        const delay = untilMs === null ? null : Math.min(MAX_TIMER_MS, Math.max(0, untilMs - clock()));
         await new Promise((resolve) => {
-          const timer = setTimeout(() => {
-            wake = null;
-            resolve();
-          }, delay);
+          const timer =
+            delay === null
+              ? null
+              : setTimeout(() => {
+                  wake = null;
+                  resolve();
+                }, delay);
           wake = () => {
             wake = null;
             clearTimeout(timer);

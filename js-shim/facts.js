@@ -9,6 +9,9 @@
 //   AggregateError with .errors) carries { code: 'ECONNREFUSED' | 'UND_ERR_*' }
 // - a body that is not JSON: SyntaxError, no code
 // - our own timeout: an AbortError; the caller knows it fired and says so
+// - a failed exec set-up (the ws client): an ErrorEvent { message, error },
+//   the status of an upgrade refused only in its message ("Unexpected
+//   server response: 503"), read by the core
 
 const MAX_DEPTH = 8;
 const MAX_MESSAGE = 500;
@@ -115,6 +118,8 @@ function errorFacts(error, { timedOut = false, redact: redactCredential = (text)
     const message = typeof raw === 'string' ? redact(raw) : raw;
     if (typeof message === 'string' && message && !messages.includes(message)) messages.push(message);
     visit(safeGet(e, 'cause'), depth + 1);
+    // A WebSocket's error event (a failed exec set-up) holds the error.
+    visit(safeGet(e, 'error'), depth + 1);
     const inner = safeGet(e, 'errors');
     let list = [];
     try {

@@ -1,5 +1,7 @@
 // Type declarations for k8s-auth-preflight.
 
+import type { Exec, KubeConfig, Log } from '@kubernetes/client-node';
+
 /** One row of the permission table: a resource and the verbs needed on it. */
 export interface RequiredPermission {
   /** API group; the core group is "". */
@@ -132,18 +134,56 @@ export function configureAuthPreflight(options: AuthPreflightOptions): AuthPrefl
  */
 export function isAuthPermissionsOK(): Promise<boolean>;
 
-export interface RetryOptions {
+/** Options of the call wrappers (the settings are read once, from env). */
+export interface CallOptions {
   env?: Record<string, string | undefined>;
   logger?: PreflightLogger;
   now?: () => number;
-  random?: () => number;
   observer?: (event: Record<string, unknown>) => void;
 }
 
+export interface RetryOptions extends CallOptions {
+  random?: () => number;
+  /** The client method fn makes (its kind's rules apply); without it, fn is retried as a read. */
+  method?: string;
+}
+
 /**
- * Calls fn(signal) until it succeeds, with the preflight's classifier and
- * schedule. The signal aborts when an attempt times out; pass
- * withAbortSignal(signal) as a client-node call's options to close its socket.
+ * `kc`, whose makeApiClient(ApiClass) makes clients of the same type whose
+ * calls run under the call policy: reads and lists retried, a create's 409
+ * on a retry read back and returned only when the object is its own, a
+ * delete's 404 on a retry taken as done; patch, replace and unknown methods
+ * as they are. Everything else is kc's own.
+ */
+export function resilientKubeConfig(kc: KubeConfig, options?: CallOptions): KubeConfig;
+
+/**
+ * An Exec for kc whose exec(...) retries the connection's set-up only when
+ * the command provably never started (refused, TLS or DNS failed, or the
+ * upgrade answered with an HTTP status). An open stream is never retried.
+ */
+export function resilientExec(kc: KubeConfig, options?: CallOptions): Exec;
+
+/** A Log for kc whose log(...) retries its set-up as resilientExec does. */
+export function resilientLog(kc: KubeConfig, options?: CallOptions): Log;
+
+/**
+ * A call the policy gave up on: the message says which call, for how long,
+ * the last error, and that the API failed, not the job; `cause` is the last
+ * error the call got.
+ */
+export class CallGaveUpError extends Error {
+  readonly code: 'PREFLIGHT_CALL_GAVE_UP';
+}
+
+/** True for a CallGaveUpError from any copy of this package. */
+export function isCallGaveUpError(e: unknown): e is CallGaveUpError;
+
+/**
+ * Calls fn(signal) as one call under the call policy (a read, unless
+ * options.method names the client method). The signal aborts when an
+ * attempt times out; pass withAbortSignal(signal) as a client-node call's
+ * options to close its socket.
  */
 export function retryK8sApiCall<T>(fn: (signal: AbortSignal) => Promise<T>, options?: RetryOptions): Promise<T>;
 

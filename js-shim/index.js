@@ -14,11 +14,15 @@ const { execute } = require('./execute');
 const { performFileAction } = require('./file-actions');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
+const { steadyClock, environment, withAbortSignal, capturingBody } = require('./host');
+const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall } = require('./calls');
 const {
   PreflightInconclusiveError,
   PreflightError,
+  CallGaveUpError,
   isPreflightInconclusiveError,
   isPreflightError,
+  isCallGaveUpError,
 } = require('./errors');
 
 /** The permissions the runner container hooks need in their namespace (the core's table). */
@@ -27,28 +31,6 @@ const defaultRequiredPermissions = Object.freeze(
 );
 
 const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
-
-/**
- * Options for a client-node call that abort it when `signal` fires. Pass as
- * the second argument of an object-parameter API call.
- */
-function withAbortSignal(signal) {
-  // client-node's generated API chains middleware through objects with a
-  // `toPromise()`; a plain one is all it needs, in 1.x and 2.x alike.
-  const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
-  return {
-    middleware: [
-      {
-        pre: (context) => {
-          context.setSignal(signal);
-          return resolved(context);
-        },
-        post: (response) => resolved(response),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
-}
 
 function createAuthPreflight(options) {
   if (!options || typeof options !== 'object') {
@@ -145,58 +127,9 @@ async function review(api, action, signal, redactText) {
   return { type: rules ? 'rulesBody' : 'accessBody', body: redactText(body) };
 }
 
-/**
- * Call options that abort the call when `signal` fires and keep the raw
- * text of the response body (read once, then handed back to the client
- * unchanged). client-node turns a body into its typed model, coercing what
- * does not fit (a string where a list belongs becomes a list of its
- * characters); the core must see what the server said.
- */
-function capturingBody(signal) {
-  const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
-  let text = null;
-  const options = withAbortSignal(signal);
-  options.middleware.push({
-    pre: (context) => resolved(context),
-    post: (response) => ({
-      toPromise: async () => {
-        text = await response.body.text();
-        const bytes = Buffer.from(text, 'utf8');
-        response.body = { text: async () => text, binary: async () => bytes };
-        return response;
-      },
-    }),
-  });
-  return { options, body: () => text };
-}
-
-/**
- * A clock that reads `wall` once and then runs on the monotonic clock: a wall
- * clock stepped back (NTP, a VM restore) or frozen must not stretch a
- * check's waits past its deadline.
- */
-function steadyClock(wall) {
-  const start = wall();
-  // A number, or the core refuses it (NaN, negative) with a clear error; a
-  // numeric string would be concatenated, not added, below.
-  if (typeof start !== 'number') {
-    throw new TypeError(`options.now() must return epoch milliseconds as a number, got a ${typeof start}`);
-  }
-  const monotonicStart = performance.now();
-  return () => start + (performance.now() - monotonicStart);
-}
-
 function makeAuthorizationApi(kubeConfig) {
   const k8s = require('@kubernetes/client-node');
   return kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
-}
-
-/** The settings environment, with `random` turned into a seed if given. */
-function environment(options) {
-  const env = options.env || process.env;
-  if (typeof options.random !== 'function') return env;
-  const seed = Math.floor(options.random() * Number.MAX_SAFE_INTEGER);
-  return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
 }
 
 /**
@@ -255,44 +188,6 @@ function readSmallFile(file, what, logger) {
   }
 }
 
-/**
- * Retries `fn(signal)` with the same classifier and schedule as the
- * preflight. Returns what `fn` returned; throws `fn`'s error when it is not
- * worth retrying or when the budget is spent.
- */
-async function retryK8sApiCall(fn, options = {}) {
-  if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
-  const clock = steadyClock(options.now || Date.now);
-  const logger = completeLogger(options.logger);
-  const machine = core.Preflight.forCall(environment(options), clock());
-  let value;
-  let lastError;
-  let outcome;
-  try {
-    outcome = await execute(
-      machine,
-      {
-        send: async (_action, signal) => {
-          try {
-            value = await fn(signal);
-            return { type: 'succeeded' };
-          } catch (e) {
-            lastError = e;
-            throw e;
-          }
-        },
-        file: performFileAction,
-      },
-      { clock, logger, observer: options.observer },
-    );
-  } finally {
-    machine.free();
-  }
-  if (outcome.verdict === 'allowed') return value;
-  if (lastError !== undefined) throw lastError;
-  throw new Error(outcome.message);
-}
-
 let wired = null;
 
 /** Sets the options that the zero-argument `isAuthPermissionsOK()` uses. */
@@ -334,10 +229,15 @@ module.exports = {
   configureAuthPreflight,
   isAuthPermissionsOK,
   retryK8sApiCall,
+  resilientKubeConfig,
+  resilientExec,
+  resilientLog,
   withAbortSignal,
   defaultRequiredPermissions,
   PreflightInconclusiveError,
   PreflightError,
   isPreflightInconclusiveError,
   isPreflightError,
+  CallGaveUpError,
+  isCallGaveUpError,
 };

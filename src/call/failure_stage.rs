@@ -37,6 +37,29 @@ pub enum FailureStage {
     Unknown,
 }
 
+/// What the `ws` client (client-node's exec, attach and port-forward) says
+/// when the apiserver answered an upgrade with a status: the status is only
+/// in this message (`Unexpected server response: 503`).
+const UPGRADE_REFUSED: &str = "Unexpected server response: ";
+
+/// The status an upgrade was answered with, read from the `ws` client's
+/// message when the facts carry none.
+pub fn with_upgrade_status(mut facts: ErrorFacts) -> ErrorFacts {
+    if facts.status.is_none() {
+        if let Some(at) = facts.message.find(UPGRADE_REFUSED) {
+            let digits: String = facts.message[at + UPGRADE_REFUSED.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            facts.status = digits
+                .parse::<u16>()
+                .ok()
+                .filter(|s| (100..=599).contains(s));
+        }
+    }
+    facts
+}
+
 /// Codes of a connection that was never made.
 const NOT_CONNECTED: &[&str] = &[
     "ECONNREFUSED",
@@ -182,6 +205,37 @@ impl FailureStage {
             FailureStage::TimedOut => "timed out after the request may have been sent".into(),
             FailureStage::Unknown => "failed after the request may have been sent".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod upgrade_tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    fn said(message: &str) -> Option<u16> {
+        with_upgrade_status(ErrorFacts {
+            message: message.into(),
+            ..ErrorFacts::default()
+        })
+        .status
+    }
+
+    #[test]
+    fn the_ws_clients_refused_upgrade_gives_its_status() {
+        assert_eq!(said("Unexpected server response: 503"), Some(503));
+        assert_eq!(said("x: Unexpected server response: 401: y"), Some(401));
+        assert_eq!(said("Unexpected server response: "), None);
+        assert_eq!(said("Unexpected server response: 99999"), None);
+        assert_eq!(said("Unexpected server response: 42"), None);
+        assert_eq!(said("connect ECONNREFUSED 127.0.0.1:1"), None);
+        let given = with_upgrade_status(ErrorFacts {
+            status: Some(429),
+            message: "Unexpected server response: 503".into(),
+            ..ErrorFacts::default()
+        });
+        assert_eq!(given.status, Some(429));
     }
 }
 

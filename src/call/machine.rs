@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
-use super::failure_stage::FailureStage;
+use super::failure_stage::{with_upgrade_status, FailureStage};
 use super::messages;
 use super::operation::Operation;
 use super::ownership::{Judgement, Ownership};
@@ -355,7 +355,7 @@ impl Call {
             return Ok(Accepted::Stale);
         }
         self.last_reported = Some(request);
-        self.failed(request, facts, now);
+        self.failed(request, with_upgrade_status(facts), now);
         Ok(Accepted::Applied)
     }
 

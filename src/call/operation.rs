@@ -170,7 +170,10 @@ mod tests {
         assert_eq!(Operation::of_call(&settings, &create), Operation::Create);
         settings.resilient_calls = false;
         assert_eq!(Operation::of_call(&settings, &spec), Operation::PassThrough);
-        assert_eq!(Operation::of_call(&settings, &create), Operation::PassThrough);
+        assert_eq!(
+            Operation::of_call(&settings, &create),
+            Operation::PassThrough
+        );
     }
 
     #[test]

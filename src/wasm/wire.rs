@@ -1105,9 +1105,11 @@ pub fn call_facts(v: &JsValue) -> Result<Vec<(u32, CallResult)>, Bad> {
     for (i, item) in list.iter().enumerate() {
         let f: CallFactIn = read(&item).map_err(|e| e.at_index(i))?;
         if f.kind != "response" {
-            return Err(Bad::new(format!("{} (expected \"response\")", quoted(&f.kind)))
-                .at("type")
-                .at_index(i));
+            return Err(
+                Bad::new(format!("{} (expected \"response\")", quoted(&f.kind)))
+                    .at("type")
+                    .at_index(i),
+            );
         }
         let result = match f.result {
             CallResultIn::Succeeded => CallResult::Succeeded,

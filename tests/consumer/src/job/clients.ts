@@ -1,8 +1,11 @@
 // The one place where the job's Kubernetes clients are made. Everything else
 // in src/job/ receives them from here, so trying another way of making them
 // (a wrapper that retries, say) is a change to these lines only.
+// JOB_CLIENTS picks the way: `plain` (the default: client-node as it is) or
+// `resilient` (this package's call wrappers).
 
 import { CoreV1Api, Exec, type KubeConfig } from '@kubernetes/client-node';
+import { resilientExec, resilientKubeConfig } from 'k8s-auth-preflight';
 
 export interface JobClients {
   /** Pods and secrets: create, read, list, delete. */
@@ -13,9 +16,20 @@ export interface JobClients {
 
 // ---- client construction: swap these lines ---------------------------------
 export function makeClients(kc: KubeConfig): JobClients {
-  return {
-    core: kc.makeApiClient(CoreV1Api),
-    newExec: () => new Exec(kc),
-  };
+  const mode = process.env.JOB_CLIENTS || 'plain';
+  switch (mode) {
+    case 'plain':
+      return {
+        core: kc.makeApiClient(CoreV1Api),
+        newExec: () => new Exec(kc),
+      };
+    case 'resilient':
+      return {
+        core: resilientKubeConfig(kc).makeApiClient(CoreV1Api),
+        newExec: () => resilientExec(kc),
+      };
+    default:
+      throw new Error(`JOB_CLIENTS=${JSON.stringify(mode)}: expected plain or resilient`);
+  }
 }
 // -----------------------------------------------------------------------------

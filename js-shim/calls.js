@@ -1,0 +1,270 @@
+'use strict';
+// Every Kubernetes call of a job under the core's call policy: the API
+// clients a KubeConfig makes, and the Exec and Log helpers. One call
+// machine of the core (`Call`, src/call/) per call; the executor
+// (execute.js) runs it. This file only makes the calls the machine asks
+// for and reports how each ended; what is retried, when, and how a call
+// ends is the machine's.
+
+const core = require('../pkg/k8s_auth_preflight.js');
+const { execute } = require('./execute');
+const { completeLogger } = require('./log');
+const { errorDescriber } = require('./facts');
+const { CallGaveUpError } = require('./errors');
+const { steadyClock, environment, withAbortSignal, capturingBody } = require('./host');
+
+// No credential is held here: error texts are still scrubbed of whatever
+// follows `Bearer ` or `Basic `.
+const describeError = errorDescriber(null, null);
+
+/** The policy of one set of options: settings read once, their warnings printed once. */
+function callPolicy(options = {}) {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const logger = completeLogger(options.logger);
+  const policy = new core.CallPolicy(environment(options));
+  for (const warning of policy.warnings()) logger.warning(warning);
+  return { policy, logger, options };
+}
+
+/**
+ * Runs one call: `spec` describes it to the core, `attempt(signal)` makes
+ * it once, `readBack(request, signal)` reads back the object a create was
+ * for (resolving `{ value, body }`). `onLate(value)` closes a stream that
+ * opened after the machine had let its request go.
+ */
+async function runCall(state, spec, attempt, readBack, onLate) {
+  const clock = steadyClock(state.options.now || Date.now);
+  const machine = state.policy.call(spec, clock());
+  const values = new Map();
+  const errors = new Map();
+  let outcome;
+  try {
+    outcome = await execute(
+      machine,
+      {
+        send: async (action, signal) => {
+          try {
+            if (action.request.kind === 'readBack') {
+              const { value, body } = await settleOrAbort(readBack(action.request, signal), signal);
+              values.set(action.probe, value);
+              return { type: 'readBack', body };
+            }
+            const value = await settleOrAbort(attempt(signal), signal, onLate);
+            values.set(action.probe, value);
+            return { type: 'succeeded' };
+          } catch (error) {
+            errors.set(action.probe, error);
+            throw error;
+          }
+        },
+        file: (action) => {
+          throw new Error(`k8s-auth-preflight: a call asked for a file action ${JSON.stringify(action.type)}`);
+        },
+      },
+      { clock, logger: state.logger, observer: state.options.observer, describeError },
+    );
+  } finally {
+    machine.free();
+  }
+  switch (outcome.type) {
+    case 'return':
+      return values.get(outcome.request);
+    case 'deleted':
+      return undefined;
+    case 'throw':
+      throw errors.get(outcome.request);
+    default:
+      throw new CallGaveUpError(outcome.message, outcome.lastRequest === null ? undefined : errors.get(outcome.lastRequest));
+  }
+}
+
+/**
+ * `promise`, or a rejection as soon as `signal` aborts (a client that does
+ * not listen to the signal, such as an exec set-up, is not waited for). A
+ * value that arrives after the abort goes to `onLate`.
+ */
+function settleOrAbort(promise, signal, onLate) {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(abortError());
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    Promise.resolve(promise).then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) {
+          if (onLate) onLate(value);
+        } else resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function abortError() {
+  const error = new Error('The operation was aborted');
+  error.name = 'AbortError';
+  return error;
+}
+
+// ---- API clients ---------------------------------------------------------
+
+const text = (value) => (typeof value === 'string' ? value : undefined);
+
+/** What a client-node object-parameter call says about itself. */
+function apiSpec(method, param) {
+  const spec = { method };
+  if (param && typeof param === 'object') {
+    spec.namespace = text(param.namespace);
+    spec.name = text(param.name);
+    if (param.body && typeof param.body === 'object') {
+      try {
+        spec.body = JSON.stringify(param.body);
+      } catch {
+        // A body that cannot be written as JSON names no object.
+      }
+    }
+  }
+  return spec;
+}
+
+/** The caller's call options with ours (the abort signal, the body kept) added. */
+function mergeOptions(theirs, ours) {
+  if (!theirs || typeof theirs !== 'object') return ours;
+  return {
+    ...theirs,
+    middleware: [...(Array.isArray(theirs.middleware) ? theirs.middleware : []), ...ours.middleware],
+    middlewareMergeStrategy: theirs.middlewareMergeStrategy || ours.middlewareMergeStrategy,
+  };
+}
+
+/** `api` with every method the policy wraps running under it; the rest as they are. */
+function wrapApi(api, state) {
+  const wrapped = new Map();
+  return new Proxy(api, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof prop !== 'string' || typeof value !== 'function' || prop === 'constructor') return value;
+      if (!wrapped.has(prop)) {
+        const call = state.policy.passesThrough(prop)
+          ? value.bind(target)
+          : (param, options) =>
+              runCall(
+                state,
+                apiSpec(prop, param),
+                (signal) => value.call(target, param, mergeOptions(options, withAbortSignal(signal))),
+                async (request, signal) => {
+                  const capture = capturingBody(signal);
+                  const read = Reflect.get(target, request.method, target);
+                  if (typeof read !== 'function') throw new TypeError(`the client has no method ${request.method}`);
+                  const params = { name: request.name };
+                  if (request.namespace !== null) params.namespace = request.namespace;
+                  const value = await read.call(target, params, capture.options);
+                  let body = capture.body();
+                  if (body === null) body = JSON.stringify(value === undefined ? null : value);
+                  return { value, body };
+                },
+              );
+        wrapped.set(prop, call);
+      }
+      return wrapped.get(prop);
+    },
+  });
+}
+
+/**
+ * `kc` whose `makeApiClient(ApiClass)` makes clients whose calls run under
+ * the call policy. Everything else is `kc`'s own.
+ */
+function resilientKubeConfig(kc, options) {
+  if (!kc || typeof kc.makeApiClient !== 'function') {
+    throw new TypeError('resilientKubeConfig(kc): kc must be a loaded KubeConfig');
+  }
+  const state = callPolicy(options);
+  const makeApiClient = (apiClass) => wrapApi(kc.makeApiClient(apiClass), state);
+  return new Proxy(kc, {
+    get(target, prop) {
+      if (prop === 'makeApiClient') return makeApiClient;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+// ---- Exec and Log ----------------------------------------------------------
+
+/** `helper` with `method` replaced by `wrapped`; everything else its own. */
+function replaceMethod(helper, method, wrapped) {
+  return new Proxy(helper, {
+    get(target, prop) {
+      if (prop === method) return wrapped;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+const noReadBack = () => Promise.reject(new Error('a connection has nothing to read back'));
+
+/**
+ * An `Exec` for `kc` whose `exec(...)` retries the connection's set-up
+ * when, and only when, the command provably never started. The socket it
+ * resolves with is client-node's own.
+ */
+function resilientExec(kc, options) {
+  const k8s = require('@kubernetes/client-node');
+  const state = callPolicy(options);
+  const exec = new k8s.Exec(kc);
+  const wrapped = (namespace, podName, containerName, command, ...rest) =>
+    runCall(
+      state,
+      { method: 'exec', namespace: text(namespace), name: text(podName) },
+      () => exec.exec(namespace, podName, containerName, command, ...rest),
+      noReadBack,
+      closeSocket,
+    );
+  return replaceMethod(exec, 'exec', wrapped);
+}
+
+/** A `Log` for `kc` whose `log(...)` retries the request's set-up as `exec` does. */
+function resilientLog(kc, options) {
+  const k8s = require('@kubernetes/client-node');
+  const state = callPolicy(options);
+  const log = new k8s.Log(kc);
+  const wrapped = (namespace, podName, containerName, stream, ...rest) =>
+    runCall(
+      state,
+      { method: 'log', namespace: text(namespace), name: text(podName) },
+      () => log.log(namespace, podName, containerName, stream, ...rest),
+      noReadBack,
+      (controller) => controller && typeof controller.abort === 'function' && controller.abort(),
+    );
+  return replaceMethod(log, 'log', wrapped);
+}
+
+/** A stream opened after its set-up was given up: closed, never used. */
+function closeSocket(socket) {
+  try {
+    if (socket && typeof socket.terminate === 'function') socket.terminate();
+    else if (socket && typeof socket.close === 'function') socket.close();
+  } catch {
+    // already closed
+  }
+}
+
+/**
+ * `retryK8sApiCall(fn, options)`: `fn(signal)` as one call under the call
+ * policy, as a read (retried on a transient error) unless `options.method`
+ * names the client method it makes, whose kind then applies.
+ */
+async function retryK8sApiCall(fn, options = {}) {
+  if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
+  const state = callPolicy(options);
+  const method = text(options.method);
+  const spec = method ? { method } : { method: 'retryK8sApiCall', operation: 'read' };
+  return runCall(state, spec, (signal) => fn(signal), noReadBack);
+}
+
+module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall };

@@ -1,0 +1,77 @@
+'use strict';
+// What the check and the call wrappers share of the host: its clock, its
+// settings environment, and the call options that make a client-node call
+// abortable and keep the raw body of its answer.
+
+/**
+ * A clock that reads `wall` once and then runs on the monotonic clock: a wall
+ * clock stepped back (NTP, a VM restore) or frozen must not stretch a
+ * check's waits past its deadline.
+ */
+function steadyClock(wall) {
+  const start = wall();
+  // A number, or the core refuses it (NaN, negative) with a clear error; a
+  // numeric string would be concatenated, not added, below.
+  if (typeof start !== 'number') {
+    throw new TypeError(`options.now() must return epoch milliseconds as a number, got a ${typeof start}`);
+  }
+  const monotonicStart = performance.now();
+  return () => start + (performance.now() - monotonicStart);
+}
+
+/** The settings environment, with `random` turned into a seed if given. */
+function environment(options) {
+  const env = options.env || process.env;
+  if (typeof options.random !== 'function') return env;
+  const seed = Math.floor(options.random() * Number.MAX_SAFE_INTEGER);
+  return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
+}
+
+/**
+ * Options for a client-node call that abort it when `signal` fires. Pass as
+ * the second argument of an object-parameter API call.
+ */
+function withAbortSignal(signal) {
+  // client-node's generated API chains middleware through objects with a
+  // `toPromise()`; a plain one is all it needs, in 1.x and 2.x alike.
+  const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(signal);
+          return resolved(context);
+        },
+        post: (response) => resolved(response),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+/**
+ * Call options that abort the call when `signal` fires and keep the raw
+ * text of the response body (read once, then handed back to the client
+ * unchanged). client-node turns a body into its typed model, coercing what
+ * does not fit (a string where a list belongs becomes a list of its
+ * characters); the core must see what the server said.
+ */
+function capturingBody(signal) {
+  const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
+  let text = null;
+  const options = withAbortSignal(signal);
+  options.middleware.push({
+    pre: (context) => resolved(context),
+    post: (response) => ({
+      toPromise: async () => {
+        text = await response.body.text();
+        const bytes = Buffer.from(text, 'utf8');
+        response.body = { text: async () => text, binary: async () => bytes };
+        return response;
+      },
+    }),
+  });
+  return { options, body: () => text };
+}
+
+module.exports = { steadyClock, environment, withAbortSignal, capturingBody };
