@@ -58,6 +58,11 @@ function readStepOutput(r) {
   };
 }
 
+/** A runner's name, as the job's label and pod name carry it. */
+function newRunnerName() {
+  return `runner-${crypto.randomBytes(3).toString('hex')}`;
+}
+
 /**
  * Runs one job against `jobServer` ({ server, kubeconfig } from server.js)
  * with the bundle in `bundleDir`, a refused stall of `stallMs` at `place`
@@ -65,9 +70,8 @@ function readStepOutput(r) {
  * { runner, place, stallMs, ok, failedStep, message, steps, apiCalls,
  * reviewCalls, scriptExecs, leftPods, leftSecrets, ms, stall }.
  */
-async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track }) {
+async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track, runner = newRunnerName() }) {
   const { server, kubeconfig } = jobServer;
-  const runner = `runner-${crypto.randomBytes(3).toString('hex')}`;
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-'));
   const work = path.join(base, '_work');
   const home = path.join(base, 'home');
@@ -151,4 +155,4 @@ async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {
   };
 }
 
-module.exports = { runJob, jobSteps, SCRIPT_STEPS };
+module.exports = { runJob, jobSteps, newRunnerName, SCRIPT_STEPS };

@@ -22,8 +22,9 @@ const path = require('node:path');
 
 const { consumerDir, flavour, clientVersion } = require('./support/consumer');
 const { jobBundle, bundleRunDir } = require('../../bench/job/bundle');
-const { runJob } = require('../../bench/job/job');
+const { runJob, newRunnerName } = require('../../bench/job/job');
 const { startJobApiServer } = require('../../bench/job/server');
+const { PLACES } = require('../../bench/job/stalls');
 
 const BUILD_TIMEOUT_MS = 200_000;
 const TEST_TIMEOUT_MS = 60_000;
@@ -37,6 +38,15 @@ const FAST_SETTINGS = {
   ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '2000',
   ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: '20000',
 };
+
+// Issue 13's proof: a 25 s refused stall, the package's default settings.
+const RIDE_STALL_MS = 25_000;
+const RIDE_TEST_TIMEOUT_MS = 480_000;
+const RIDE_STEP_TIMEOUT_MS = 150_000;
+// Jobs at once, each on its own apiserver (a stall refuses everyone).
+const RIDE_CONCURRENCY = 3;
+// Where the hooks have no retry of their own: unwrapped, a stall here fails the job.
+const UNPROTECTED = ['pod create', 'phase polling', 'between steps', 'before cleanup'];
 
 let run;
 let jobServer;
@@ -133,4 +143,84 @@ test('a refused stall at the first exec set-up: the hooks\' own copy retry rides
   const execs = jobServer.server.requests.slice(from).filter((r) => r.route === 'exec pods');
   assert.equal(execs[0].status, 'refused');
   assert.equal(execs[0].body, null);
+});
+
+/** Runs `runs` ({ place, env }) as whole jobs, each on its own apiserver, a few at a time. */
+async function jobsOnOwnServers(runs) {
+  const results = new Array(runs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < runs.length) {
+      const i = next++;
+      const own = await startJobApiServer({ podRunningAfterMs: 1500 });
+      try {
+        results[i] = await runJob({ jobServer: own, bundleDir: run.dir, stepTimeoutMs: RIDE_STEP_TIMEOUT_MS, stallMs: RIDE_STALL_MS, ...runs[i] });
+      } finally {
+        await own.close();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: RIDE_CONCURRENCY }, worker));
+  return results;
+}
+
+test(`with the resilient clients, a whole job rides through a 25 s refused stall wherever it starts; each script runs once, nothing is made twice or left (client-node ${clientVersion})`, { timeout: RIDE_TEST_TIMEOUT_MS }, async (t) => {
+  const places = Object.keys(PLACES);
+  const jobs = await jobsOnOwnServers(places.map((place) => ({ place, env: { JOB_CLIENTS: 'resilient' } })));
+  for (const j of jobs) {
+    t.diagnostic(`${j.place}: ${j.ok ? 'ok' : `FAILED in ${j.failedStep}`}, ${j.apiCalls} API calls; ${stepTimes(j)}`);
+  }
+  for (const j of jobs) {
+    const what = `${j.place}: ${describeJob(j)}`;
+    assert.ok(j.stall.fired, `${j.place}: the stall never started`);
+    assert.ok(j.ok, what);
+    assert.deepEqual(j.scriptExecs, [1, 1, 1], what);
+    assert.deepEqual({ pods: j.createdPods, secrets: j.createdSecrets }, { pods: 1, secrets: 1 }, what);
+    assert.deepEqual({ pods: j.leftPods, secrets: j.leftSecrets }, { pods: [], secrets: [] }, what);
+  }
+  // The stall was met by the wrappers, and they said so.
+  const warned = jobs.filter((j) => j.steps.some((s) => /The Kubernetes API did not answer (?!a permission check)/.test(s.stdout || '')));
+  assert.ok(warned.length >= UNPROTECTED.length, `only ${warned.map((j) => j.place).join(', ')} warned about a call`);
+});
+
+test(`control: with the wrapping off (ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS=off), the same stalls fail the job where the hooks have no retry (client-node ${clientVersion})`, { timeout: RIDE_TEST_TIMEOUT_MS }, async (t) => {
+  const env = { JOB_CLIENTS: 'resilient', ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS: 'off' };
+  const jobs = await jobsOnOwnServers(UNPROTECTED.map((place) => ({ place, env })));
+  for (const j of jobs) {
+    t.diagnostic(`${j.place}: ${j.ok ? 'ok' : `failed in ${j.failedStep}: ${j.message}`}`);
+    assert.ok(j.stall.fired, `${j.place}: the stall never started`);
+    assert.equal(j.ok, false, `${j.place}: ${describeJob(j)}`);
+  }
+});
+
+test(`a 409 on a retried pod create for a pod that is someone else's is the job's error, never adopted (client-node ${clientVersion})`, { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const own = await startJobApiServer({ podRunningAfterMs: 500 });
+  try {
+    const runner = newRunnerName();
+    // Another runner's pod, made before, under the name this job's pod will have.
+    const theirs = await own.server.seed('pods', 'ci', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `${runner}-workflow`, labels: { 'runner-pod': 'someone-else' } },
+      spec: { containers: [{ name: 'job', image: 'node:20' }] },
+    });
+    assert.equal(theirs.code, 201);
+    // The first create is cut (its answer lost): the retry meets the 409.
+    const j = await runJob({ jobServer: own, bundleDir: run.dir, runner, place: 'pod create', stallMs: STALL_MS, env: { ...FAST_SETTINGS, JOB_CLIENTS: 'resilient' }, stepTimeoutMs: STEP_TIMEOUT_MS });
+    t.diagnostic(stepTimes(j));
+    assert.ok(j.stall.fired, 'the stall never started');
+    assert.equal(j.ok, false, describeJob(j));
+    assert.equal(j.failedStep, 'prepare', describeJob(j));
+    assert.match(j.message, /already exists/, describeJob(j));
+    const creates = own.server.objectLog.filter((e) => e.op === 'create' && e.resource === 'pods' && e.name === `${runner}-workflow`);
+    assert.ok(creates.some((e) => e.code === 409), `no create met the 409: ${JSON.stringify(creates)}`);
+    // The read-back happened and judged it not ours: nothing ran in their pod, and it is still there.
+    assert.ok(own.server.requests.some((r) => r.route === 'get pods'), 'the pod was never read back');
+    assert.deepEqual(j.execs, [], 'an exec ran in someone else\'s pod');
+    assert.deepEqual(own.server.objects('pods'), [`ci/${runner}-workflow`]);
+    const prepare = j.steps.find((s) => s.label === 'prepare');
+    assert.doesNotMatch(prepare.stdout, /an earlier attempt had made the object/);
+  } finally {
+    await own.close();
+  }
 });

@@ -1165,6 +1165,14 @@ async function startApiServer(options = {}) {
       return store.names(resource);
     },
     /**
+     * Puts `body` (a pod or secret) into the store as a create would, without
+     * a request (someone else's object, made before a test). Resolves what
+     * the create answered: { code, object } or { code, status }.
+     */
+    seed(resource, namespace, body) {
+      return store.create(resource, namespace, body);
+    },
+    /**
      * Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete,
      * rulesReviewStatus, latencyMs, podRunningAfterMs, execResults, execProtocols.
      */
