@@ -30,9 +30,11 @@ function callPolicy(options = {}) {
  * Runs one call: `spec` describes it to the core, `attempt(signal)` makes
  * it once, `readBack(request, signal)` reads back the object a create was
  * for (resolving `{ value, body }`). `onLate(value)` closes a stream that
- * opened after the machine had let its request go.
+ * opened after the machine had let its request go. With `rethrowLast`, a
+ * call given up throws the last error it got, when it got one, instead of
+ * a CallGaveUpError (retryK8sApiCall's contract).
  */
-async function runCall(state, spec, attempt, readBack, onLate) {
+async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = false) {
   const clock = steadyClock(state.options.now || Date.now);
   const machine = state.policy.call(spec, clock());
   const values = new Map();
@@ -73,8 +75,11 @@ async function runCall(state, spec, attempt, readBack, onLate) {
       return undefined;
     case 'throw':
       throw errors.get(outcome.request);
-    default:
-      throw new CallGaveUpError(outcome.message, outcome.lastRequest === null ? undefined : errors.get(outcome.lastRequest));
+    default: {
+      const last = outcome.lastRequest === null ? undefined : errors.get(outcome.lastRequest);
+      if (rethrowLast && outcome.lastRequest !== null) throw last;
+      throw new CallGaveUpError(outcome.message, last);
+    }
   }
 }
 
@@ -257,14 +262,16 @@ function closeSocket(socket) {
 /**
  * `retryK8sApiCall(fn, options)`: `fn(signal)` as one call under the call
  * policy, as a read (retried on a transient error) unless `options.method`
- * names the client method it makes, whose kind then applies.
+ * names the client method it makes, whose kind then applies. Returns what
+ * `fn` returned; throws `fn`'s last error when the call is given up (a
+ * CallGaveUpError when it has none: every attempt timed out).
  */
 async function retryK8sApiCall(fn, options = {}) {
   if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
   const state = callPolicy(options);
   const method = text(options.method);
   const spec = method ? { method } : { method: 'retryK8sApiCall', operation: 'read' };
-  return runCall(state, spec, (signal) => fn(signal), noReadBack);
+  return runCall(state, spec, (signal) => fn(signal), noReadBack, undefined, true);
 }
 
 module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall };

@@ -1,6 +1,6 @@
 // Type declarations for k8s-auth-preflight.
 
-import type { Exec, KubeConfig, Log } from '@kubernetes/client-node';
+import type { Readable, Writable } from 'node:stream';
 
 /** One row of the permission table: a resource and the verbs needed on it. */
 export interface RequiredPermission {
@@ -155,17 +155,41 @@ export interface RetryOptions extends CallOptions {
  * delete's 404 on a retry taken as done; patch, replace and unknown methods
  * as they are. Everything else is kc's own.
  */
-export function resilientKubeConfig(kc: KubeConfig, options?: CallOptions): KubeConfig;
+export function resilientKubeConfig<K extends { makeApiClient: Function }>(kc: K, options?: CallOptions): K;
+
+/**
+ * What resilientExec returns: client-node's own Exec, its exec() wrapped.
+ * These declarations do not import client-node's; where an Exec is expected
+ * (a variable or return typed `Exec`), the type is inferred as that Exec.
+ */
+export interface ResilientExec {
+  exec(
+    namespace: string,
+    podName: string,
+    containerName: string,
+    command: string | string[],
+    stdout: Writable | null,
+    stderr: Writable | null,
+    stdin: Readable | null,
+    tty: boolean,
+    statusCallback?: (status: any) => void,
+  ): Promise<any>;
+}
+
+/** client-node's Log, as resilientLog returns it. */
+export interface ResilientLog {
+  log(namespace: string, podName: string, containerName: string, stream: Writable, options?: object): Promise<AbortController>;
+}
 
 /**
  * An Exec for kc whose exec(...) retries the connection's set-up only when
  * the command provably never started (refused, TLS or DNS failed, or the
  * upgrade answered with an HTTP status). An open stream is never retried.
  */
-export function resilientExec(kc: KubeConfig, options?: CallOptions): Exec;
+export function resilientExec<E extends ResilientExec = ResilientExec>(kc: object, options?: CallOptions): E;
 
 /** A Log for kc whose log(...) retries its set-up as resilientExec does. */
-export function resilientLog(kc: KubeConfig, options?: CallOptions): Log;
+export function resilientLog<L extends ResilientLog = ResilientLog>(kc: object, options?: CallOptions): L;
 
 /**
  * A call the policy gave up on: the message says which call, for how long,

@@ -28,13 +28,16 @@ bash scripts/build.sh
 # The size guard. A size, not a timing: one stray str::contains once brought
 # back 9 KB of searcher and Unicode tables. issue 11: guard 200 KiB (the old
 # 100 KiB target is withdrawn; what counts is the time of a whole hook step).
-step "size guard: .wasm under 200 KiB"
+# issue 13: guard 256 KiB. The call machine (a policy per kind, ownership,
+# messages) and its boundary add about 46 KB; bench/startup-compare.js
+# measures what that costs a hook step (docs/PERFORMANCE.md).
+step "size guard: .wasm under 256 KiB"
 wasm_bytes=$(wc -c < pkg/k8s_auth_preflight_bg.wasm)
-if [ "$wasm_bytes" -ge 204800 ]; then
-  echo "pkg/k8s_auth_preflight_bg.wasm is $wasm_bytes bytes, over the 204800-byte guard" >&2
+if [ "$wasm_bytes" -ge 262144 ]; then
+  echo "pkg/k8s_auth_preflight_bg.wasm is $wasm_bytes bytes, over the 262144-byte guard" >&2
   exit 1
 fi
-echo "$wasm_bytes bytes (guard 204800)"
+echo "$wasm_bytes bytes (guard 262144)"
 
 step "pack and install the tarball into the consumer folders"
 node tests/js/support/prepare.js

@@ -23,13 +23,17 @@ use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::call::{Call, CallAction, CallSpec, Operation};
-use crate::check::{Check, CheckAction, CheckInput, Fact, FactError};
+#[cfg(feature = "test-exports")]
+use crate::check::Fact;
+use crate::check::{Check, CheckAction, CheckInput, FactError};
 #[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
 use crate::config::{EnvValue, Settings, PREFIX};
 #[cfg(feature = "test-exports")]
 use crate::preflight;
-use crate::preflight::{Preflight as Machine, ResultError, SetupError};
+#[cfg(feature = "test-exports")]
+use crate::preflight::Preflight as Machine;
+use crate::preflight::{ResultError, SetupError};
 #[cfg(feature = "test-exports")]
 use crate::random::RandomSource;
 #[cfg(feature = "test-exports")]
@@ -43,12 +47,15 @@ use crate::single_flight::SingleFlight;
 use de::{js_number, Bad};
 use wire::write;
 
-/// A preflight check (or a generic call) driven from JavaScript.
+/// A preflight check (or a generic call) driven from JavaScript: the check
+/// machine alone, for tests (the shim runs `Check` and `Call`).
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = Preflight)]
 pub struct WasmPreflight {
     machine: Machine,
 }
 
+#[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_class = Preflight)]
 impl WasmPreflight {
     /// `new Preflight(env, permissions, namespace, credential, cachedRecord, nowMs, keyFile?)`.
@@ -89,7 +96,9 @@ impl WasmPreflight {
         Ok(WasmPreflight { machine })
     }
 
-    /// `Preflight.forCall(env, nowMs)`: one generic call, no cache.
+    /// `Preflight.forCall(env, nowMs)`: one generic call, no cache. The
+    /// shim's `retryK8sApiCall` is a `Call` now; only tests call this.
+    #[cfg(feature = "test-exports")]
     #[wasm_bindgen(js_name = forCall)]
     pub fn for_call(env: &JsValue, now_ms: f64) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env);
@@ -149,6 +158,7 @@ impl WasmPreflight {
     /// `step(nowMs, facts)`: reports `facts` (`{type: 'response', probe,
     /// attempt, result}`), then returns the actions up to and including the
     /// next `wait` or `done` (see `Check.step`).
+    #[cfg(feature = "test-exports")]
     pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
         let now = time(now_ms)?;
         for fact in read(facts, "facts", wire::facts)? {

@@ -140,12 +140,12 @@ test(`[${consumer.flavour}] the counting wrapper sees every crossing (control)`,
   assert.ok(typeof core.Check === 'function', 'the core exports Check');
   assert.equal(Array.isArray(shim.defaultRequiredPermissions), true);
   const before = log.length;
-  // retryK8sApiCall crosses through Preflight.forCall and its step: counted.
+  // retryK8sApiCall crosses through a CallPolicy's call and its step: counted.
   return shim.retryK8sApiCall(async () => 'ok', { env: fastEnv() }).then((value) => {
     assert.equal(value, 'ok');
     const names = log.slice(before).map((e) => e.name);
-    assert.ok(names.includes('Preflight.forCall'), names.join(', '));
-    assert.ok(names.includes('Preflight.step'), names.join(', '));
-    assert.ok(names.includes('Preflight.free'), names.join(', '));
+    assert.ok(names.includes('CallPolicy.call'), names.join(', '));
+    assert.ok(names.includes('Call.step'), names.join(', '));
+    assert.ok(names.includes('Call.free'), names.join(', '));
   });
 });

@@ -577,7 +577,7 @@ test(`[${consumer.flavour}] retryK8sApiCall gives up at the deadline and rethrow
         thrown.push(e);
         throw e;
       },
-      { env: fastEnv({ DEADLINE_MS: 1000 }), logger: captureLogger().logger },
+      { env: fastEnv({ CALL_DEADLINE_MS: 1000 }), logger: captureLogger().logger },
     ),
     (e) => {
       assert.equal(e, thrown[thrown.length - 1], 'the last error, not the first');
