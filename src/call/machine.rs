@@ -350,13 +350,7 @@ impl Call {
         now_ms: u64,
         facts: ErrorFacts,
     ) -> Result<Accepted, ReportError> {
-        let now = self.observe(now_ms);
-        if self.current(request)?.is_none() {
-            return Ok(Accepted::Stale);
-        }
-        self.last_reported = Some(request);
-        self.failed(request, with_upgrade_status(facts), now);
-        Ok(Accepted::Applied)
+        self.report_failure(request, now_ms, with_upgrade_status(facts), None)
     }
 
     /// Request `request` failed before it was written: the host saw that
@@ -371,12 +365,23 @@ impl Call {
         now_ms: u64,
         facts: ErrorFacts,
     ) -> Result<Accepted, ReportError> {
+        self.report_failure(request, now_ms, facts, Some(FailureStage::NotConnected))
+    }
+
+    /// A failure the host reported for `request`, at `stage` when it knows.
+    fn report_failure(
+        &mut self,
+        request: u32,
+        now_ms: u64,
+        facts: ErrorFacts,
+        stage: Option<FailureStage>,
+    ) -> Result<Accepted, ReportError> {
         let now = self.observe(now_ms);
         if self.current(request)?.is_none() {
             return Ok(Accepted::Stale);
         }
         self.last_reported = Some(request);
-        self.failed_at(request, facts, Some(FailureStage::NotConnected), now);
+        self.failed_at(request, facts, stage, now);
         Ok(Accepted::Applied)
     }
 
