@@ -18,8 +18,9 @@
 //!   attempt: the other may still bring an answer (a denial, say). When the
 //!   last copy fails, the attempt fails, with a fatal error if either copy's
 //!   was fatal;
-//! - hedges go only to reviews, which create nothing. A generic call
-//!   (`retryK8sApiCall`) is never hedged: it may not be idempotent.
+//! - hedges go only to reviews, which create nothing. Other calls
+//!   (`retryK8sApiCall`, the wrapped clients) run on the call machine
+//!   ([`crate::call`]), which never hedges: they may not be idempotent.
 //!
 //! A hedge does not count against the attempt limit, so turning hedging on
 //! never shortens the ride-through; it does count as a request.

@@ -23,8 +23,6 @@ use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::call::{Call, CallAction, CallSpec, Operation};
-#[cfg(feature = "test-exports")]
-use crate::check::Fact;
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 #[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
@@ -47,8 +45,8 @@ use crate::single_flight::SingleFlight;
 use de::{js_number, Bad};
 use wire::write;
 
-/// A preflight check (or a generic call) driven from JavaScript: the check
-/// machine alone, for tests (the shim runs `Check` and `Call`).
+/// A preflight check's request machine driven from JavaScript, alone, for
+/// tests (the shim runs `Check` and `Call`).
 #[cfg(feature = "test-exports")]
 #[wasm_bindgen(js_name = Preflight)]
 pub struct WasmPreflight {
@@ -93,16 +91,6 @@ impl WasmPreflight {
             time(now_ms)?,
         )
         .map_err(setup_error)?;
-        Ok(WasmPreflight { machine })
-    }
-
-    /// `Preflight.forCall(env, nowMs)`: one generic call, no cache. The
-    /// shim's `retryK8sApiCall` is a `Call` now; only tests call this.
-    #[cfg(feature = "test-exports")]
-    #[wasm_bindgen(js_name = forCall)]
-    pub fn for_call(env: &JsValue, now_ms: f64) -> Result<WasmPreflight, JsValue> {
-        let env = env_pairs(env);
-        let machine = Machine::call_from_env(values(&env), time(now_ms)?);
         Ok(WasmPreflight { machine })
     }
 
@@ -153,29 +141,6 @@ impl WasmPreflight {
         self.machine
             .limit_budget(Duration::from_millis(time(budget_ms)?));
         Ok(())
-    }
-
-    /// `step(nowMs, facts)`: reports `facts` (`{type: 'response', probe,
-    /// attempt, result}`), then returns the actions up to and including the
-    /// next `wait` or `done` (see `Check.step`).
-    #[cfg(feature = "test-exports")]
-    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
-        let now = time(now_ms)?;
-        for fact in read(facts, "facts", wire::facts)? {
-            match fact {
-                Fact::Response {
-                    probe,
-                    attempt,
-                    result,
-                } => {
-                    self.machine
-                        .on_result(probe, attempt, now, result)
-                        .map_err(result_error)?;
-                }
-                other => return Err(fact_error(FactError::Unexpected(other.name()))),
-            }
-        }
-        Ok(steps(|| CheckAction::from(self.machine.poll(now))))
     }
 
     /// How many reviews this check runs.

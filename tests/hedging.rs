@@ -361,23 +361,6 @@ fn no_new_hedge_once_the_check_is_stopping() {
 }
 
 #[test]
-fn a_generic_call_is_never_hedged() {
-    // It may not be idempotent (retryK8sApiCall wraps any call).
-    let mut c = Preflight::for_call(settings(Some(100)), T0);
-    let run = drive(&mut c, T0, |_, s| {
-        if s.attempt == 1 {
-            Reply::Hang
-        } else {
-            healthy(true)
-        }
-    });
-    assert_eq!(run.outcome.verdict, Verdict::Allowed);
-    assert_eq!(c.hedges(), 0);
-    assert_eq!(run.sent.len(), 2);
-    assert!(run.sent[1].at >= T0 + 10_000);
-}
-
-#[test]
 fn the_hedge_setting_is_read_from_the_environment() {
     let env = [
         ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "250"),

@@ -488,11 +488,11 @@ fn bad_results_are_errors_not_panics() {
     let mut c = check(settings(), None, T0);
     let _ = c.poll(T0);
     assert_eq!(
-        c.on_result(99, 1, T0, ProbeResult::Succeeded),
+        c.on_result(99, 1, T0, ProbeResult::Failed { facts: refused() }),
         Err(ResultError::UnknownProbe(99))
     );
     assert_eq!(
-        c.on_result(0, 1, T0, ProbeResult::Succeeded),
+        c.on_result(0, 1, T0, ProbeResult::RulesBody { body: "{}".into() }),
         Err(ResultError::WrongResultKind(0))
     );
     assert_eq!(
@@ -568,34 +568,6 @@ fn jitter_spreads_retries_and_none_does_not() {
         retry_times(Jitter::Full, 1),
         "same seed, same schedule"
     );
-}
-
-#[test]
-fn the_generic_call_uses_the_same_policy() {
-    let mut c = Preflight::for_call(settings(), T0);
-    let mut calls = 0;
-    let run = drive(&mut c, T0, |_, s| {
-        assert_eq!(s.request, Request::Call);
-        calls += 1;
-        if calls < 3 {
-            fail(refused())
-        } else {
-            healthy(true)
-        }
-    });
-    assert_eq!(run.outcome.verdict, Verdict::Allowed);
-    assert_eq!(calls, 3);
-
-    let mut c = Preflight::for_call(settings(), T0);
-    let run = drive(&mut c, T0, |_, _| fail(status(409)));
-    assert_eq!(run.outcome.verdict, Verdict::Error);
-    assert_eq!(run.sent.len(), 1);
-    assert!(run.outcome.message.contains("HTTP 409"));
-
-    let mut c = Preflight::for_call(settings(), T0);
-    let run = drive(&mut c, T0, |_, _| fail(refused()));
-    assert_eq!(run.outcome.verdict, Verdict::Inconclusive);
-    assert!(run.outcome.message.contains("did not succeed"));
 }
 
 /// Issue 10, bug 3: `Retry-After: 0`, a negative value, a date in the past

@@ -317,7 +317,12 @@ fn results_of_the_wrong_kind_are_refused() {
         "an access-review answer cannot deny through the rules probe"
     );
     assert_eq!(
-        c.on_result(rules_probe, 1, T0, ProbeResult::Succeeded),
+        c.on_result(
+            rules_probe,
+            1,
+            T0,
+            ProbeResult::AccessBody { body: "{}".into() }
+        ),
         Err(ResultError::WrongResultKind(rules_probe))
     );
 }

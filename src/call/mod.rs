@@ -1,7 +1,8 @@
 //! Every other Kubernetes call a hook makes, retried by the rules of its
-//! kind: a sans-I/O machine per call ([`Call`]), the generalisation of the
-//! generic call the permission check's machine runs
-//! ([`Preflight::for_call`](crate::Preflight::for_call)).
+//! kind: a sans-I/O machine per call ([`Call`]). The shim's wrapped clients
+//! (`resilientKubeConfig`, `resilientExec`, `resilientLog`) and
+//! `retryK8sApiCall` run one per call, through the boundary's `CallPolicy`
+//! and `Call` (src/wasm.rs).
 //!
 //! ```text
 //! let mut call = Call::new(&settings, CallSpec { method: "createNamespacedPod", body, .. }, now);

@@ -239,8 +239,7 @@ pub enum Fact {
 }
 
 impl From<crate::preflight::Action> for CheckAction {
-    /// The request machine's action as the check's (a generic call is
-    /// driven the same way).
+    /// The request machine's action as the check's.
     fn from(action: crate::preflight::Action) -> CheckAction {
         use crate::preflight::Action;
         match action {

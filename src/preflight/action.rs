@@ -56,8 +56,6 @@ pub enum Request {
     AccessReview(AccessReview),
     /// POST this SelfSubjectRulesReview; report `RulesReviewed`.
     RulesReview(RulesReview),
-    /// Call the generic function ([`Preflight::for_call`](super::Preflight::for_call)); report `Succeeded`.
-    Call,
 }
 
 /// A SelfSubjectRulesReview body, exactly as the API expects it.
@@ -147,6 +145,5 @@ pub(super) fn request_for(probe: &Probe, namespace: &str) -> Request {
     match probe {
         Probe::Access(p) => Request::AccessReview(AccessReview::new(namespace, p)),
         Probe::Rules => Request::RulesReview(RulesReview::new(namespace)),
-        Probe::Call => Request::Call,
     }
 }

@@ -23,7 +23,6 @@ impl Preflight {
         let name = match &run.probe {
             Probe::Access(p) => format!("access review of {p}"),
             Probe::Rules => "rules review".to_string(),
-            Probe::Call => "call".to_string(),
         };
         let next = match &run.state {
             State::Due { at_ms } => {
@@ -65,7 +64,6 @@ impl Preflight {
 pub(super) fn answer_summary(answer: &Answer) -> Option<String> {
     match answer {
         Answer::Failed(_) => None,
-        Answer::Succeeded => Some("succeeded".to_string()),
         Answer::Access(a) if a.allowed => Some("allowed".to_string()),
         Answer::Access(a) => Some(match (&a.evaluation_error, a.denied) {
             (Some(e), false) => format!(

@@ -92,7 +92,7 @@ pub(crate) use setup::{check_namespace, home_of, identity_for};
 use probe::{ProbeRun, State};
 use result::Answer;
 
-/// One preflight check (or one generic call). See the module docs.
+/// One preflight check. See the module docs.
 #[derive(Debug, Clone)]
 pub struct Preflight {
     settings: Settings,
@@ -214,7 +214,6 @@ impl Preflight {
         let what = debug::answer_summary(&answer);
         match answer {
             Answer::Failed(facts) => self.copy_failed(probe, attempt, facts, now),
-            Answer::Succeeded => self.probes[probe].state = State::Allowed,
             Answer::Access(answer) => self.on_access_answer(probe, answer, now),
             Answer::Rules(status) => {
                 self.probes[probe].state = State::Allowed;

@@ -122,14 +122,9 @@ impl Preflight {
         let last_error = self.last_error.clone();
         let last = last_error.as_deref().unwrap_or("none");
         let mut warnings = std::mem::take(&mut self.warnings);
-        let is_call = self
-            .probes
-            .iter()
-            .all(|run| matches!(run.probe, Probe::Call));
         let mut missing = Vec::new();
         let mut record = None;
         let proceed = verdict == Verdict::Inconclusive
-            && !is_call
             && self.settings.on_inconclusive == OnInconclusive::Proceed;
         let message = match (verdict, source) {
             (Verdict::Allowed, Some(Source::Cache)) => {
@@ -208,16 +203,8 @@ impl Preflight {
                         _ => None,
                     })
                     .unwrap_or_default();
-                if is_call {
-                    format!("The Kubernetes API call failed with a non-retryable error: {why}.")
-                } else {
-                    format!("The permission check failed with a non-retryable error: {why}. It was not retried.")
-                }
+                format!("The permission check failed with a non-retryable error: {why}. It was not retried.")
             }
-            (Verdict::Inconclusive, _) if is_call => format!(
-                "The Kubernetes API call did not succeed within {tried} ({} attempts; last error: {last}{}).",
-                self.requests, self.quota_note()
-            ),
             (Verdict::Inconclusive, _) if proceed => {
                 let text = format!(
                     "Could not verify the service account's permissions in namespace {}: the Kubernetes API gave no definitive answer within {tried} ({} requests; last error: {last}{}); proceeding because ACTIONS_RUNNER_PREFLIGHT_ON_INCONCLUSIVE=proceed. The API will still refuse anything the service account may not do.",

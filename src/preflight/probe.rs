@@ -20,8 +20,6 @@ pub(super) enum Probe {
     Access(Permission),
     /// The rules of the namespace, with a SelfSubjectRulesReview.
     Rules,
-    /// The generic call ([`Preflight::for_call`]).
-    Call,
 }
 
 /// Where a probe stands.
@@ -178,11 +176,7 @@ impl Preflight {
             .position(|run| matches!(run.state, State::Due { at_ms } if at_ms <= now))?;
         let run = &mut self.probes[index];
         run.attempt += 1;
-        let hedge_after = match run.probe {
-            // A generic call may not be idempotent: never sent twice at once.
-            Probe::Call => None,
-            _ => self.settings.hedge_after.map(millis),
-        };
+        let hedge_after = self.settings.hedge_after.map(millis);
         let mut attempt = Attempt::start(run.attempt, now, now + timeout_ms, hedge_after);
         attempt.tokens_taken = std::mem::take(&mut run.tokens_for_next);
         run.state = State::InFlight(attempt);

@@ -38,8 +38,6 @@ pub enum ProbeResult {
         /// The response body.
         body: String,
     },
-    /// A generic call ([`Preflight::for_call`]) succeeded.
-    Succeeded,
     /// The request failed; the facts the shim saw.
     Failed {
         /// Normalized error facts.
@@ -82,7 +80,6 @@ pub const EVALUATION_ERROR_ANSWERS: u32 = 3;
 /// What a result says, once read (see [`Preflight::on_result`]).
 pub(super) enum Answer {
     Failed(ErrorFacts),
-    Succeeded,
     Access(AccessAnswer),
     Rules(RulesStatus),
     Malformed(Malformed),
@@ -94,7 +91,6 @@ impl Answer {
     pub(super) fn read(probe: &Probe, result: ProbeResult) -> Option<Answer> {
         Some(match (probe, result) {
             (_, ProbeResult::Failed { facts }) => Answer::Failed(facts),
-            (Probe::Call, ProbeResult::Succeeded) => Answer::Succeeded,
             (Probe::Access(_), ProbeResult::Reviewed { allowed, reason }) => {
                 Answer::Access(AccessAnswer {
                     allowed,

@@ -1,7 +1,6 @@
-//! How a check is built: from settings ([`Preflight::new`],
-//! [`Preflight::for_call`]) or from the environment, with the credential
-//! and the runner key ([`Preflight::from_env`],
-//! [`Preflight::from_env_keyed`], [`Preflight::call_from_env`]); the cache
+//! How a check is built: from settings ([`Preflight::new`]) or from the
+//! environment, with the credential and the runner key
+//! ([`Preflight::from_env`], [`Preflight::from_env_keyed`]); the cache
 //! file name a check would use ([`cache_file_name`]); and what makes a
 //! check unable to start ([`SetupError`]).
 
@@ -188,28 +187,9 @@ impl Preflight {
         self.pending_warnings.extend(warnings);
     }
 
-    /// A generic call configured from `env`, like [`Preflight::from_env`].
-    pub fn call_from_env<'a, V: Into<EnvValue<'a>>>(
-        env: impl IntoIterator<Item = (&'a str, V)>,
-        now_ms: u64,
-    ) -> Preflight {
-        let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
-        let (settings, errors) = Settings::from_env_values(&env);
-        let mut check = Preflight::for_call(settings, now_ms);
-        check.queue_setting_warnings(errors);
-        check
-    }
-
     fn queue_setting_warnings(&mut self, errors: Vec<SettingError>) {
         self.pending_warnings
             .extend(errors.iter().map(|e| e.to_string()));
-    }
-
-    /// A generic call with the same classifier and schedule: one probe, no
-    /// cache. `Send` actions carry no review; report `succeeded` or `failed`.
-    pub fn for_call(settings: Settings, now_ms: u64) -> Preflight {
-        let cache = CacheState::Unusable(cache::Unusable::Missing);
-        Preflight::start(settings, "", None, cache, vec![Probe::Call], now_ms)
     }
 
     fn start(

@@ -204,8 +204,6 @@ enum ResultIn {
     AccessBody { body: String },
     /// `{type: 'rulesBody', body}`
     RulesBody { body: String },
-    /// `{type: 'succeeded'}`
-    Succeeded,
     /// `{type: 'failed', facts?}`
     Failed {
         #[serde(default)]
@@ -227,7 +225,6 @@ fn probe_result_from(result: ResultIn) -> ProbeResult {
         },
         ResultIn::AccessBody { body } => ProbeResult::AccessBody { body },
         ResultIn::RulesBody { body } => ProbeResult::RulesBody { body },
-        ResultIn::Succeeded => ProbeResult::Succeeded,
         ResultIn::Failed { facts } => ProbeResult::Failed {
             facts: facts.map(ErrorFacts::from).unwrap_or_default(),
         },
@@ -461,7 +458,6 @@ impl<'a> From<&'a Action> for ActionOut<'a> {
 pub enum RequestOut<'a> {
     AccessReview { body: AccessReviewOut<'a> },
     RulesReview { body: RulesReviewOut<'a> },
-    Call,
 }
 
 impl<'a> From<&'a Request> for RequestOut<'a> {
@@ -494,7 +490,6 @@ impl<'a> From<&'a Request> for RequestOut<'a> {
                     },
                 },
             },
-            Request::Call => RequestOut::Call,
         }
     }
 }

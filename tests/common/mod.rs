@@ -185,12 +185,9 @@ pub fn drive(
                         now + latency,
                         probe,
                         attempt,
-                        match s.request {
-                            Request::Call => ProbeResult::Succeeded,
-                            _ => ProbeResult::Reviewed {
-                                allowed,
-                                reason: None,
-                            },
+                        ProbeResult::Reviewed {
+                            allowed,
+                            reason: None,
                         },
                     )),
                     Reply::Rules { status, latency } => pending.push((
