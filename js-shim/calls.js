@@ -17,13 +17,27 @@ const { steadyClock, environment, withAbortSignal, capturingBody } = require('./
 // follows `Bearer ` or `Basic `.
 const describeError = errorDescriber(null, null);
 
-/** The policy of one set of options: settings read once, their warnings printed once. */
+// One core policy per settings environment (process.env, or a host's env
+// object): its settings are read, and warned about, once per process, and
+// its calls share what they learn of an outage (src/call/outage.rs), however
+// many wrappers the host makes (the hooks make an Exec per exec).
+const policies = new WeakMap();
+
+function corePolicy(env, logger) {
+  let policy = env !== null && typeof env === 'object' ? policies.get(env) : undefined;
+  if (!policy) {
+    policy = new core.CallPolicy(env);
+    for (const warning of policy.warnings()) logger.warning(warning);
+    if (env !== null && typeof env === 'object') policies.set(env, policy);
+  }
+  return policy;
+}
+
+/** The policy of one set of options, and where its lines go. */
 function callPolicy(options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
   const logger = completeLogger(options.logger);
-  const policy = new core.CallPolicy(environment(options));
-  for (const warning of policy.warnings()) logger.warning(warning);
-  return { policy, logger, options };
+  return { policy: corePolicy(environment(options), logger), logger, options };
 }
 
 /**

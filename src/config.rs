@@ -95,7 +95,7 @@ impl Settings {
             on_inconclusive: OnInconclusive::Fail,
             key_file: None,
             resilient_calls: true,
-            call_deadline: Duration::from_secs(90),
+            call_deadline: Duration::from_secs(120),
         }
     }
 }
@@ -307,15 +307,15 @@ pub const VARIABLES: &[Variable] = &[
         accepts: "on or off (also true/false, 1/0, yes/no)",
         default: "on",
         #[cfg(test)]
-        meaning: "reserved for the call wrappers (issue 13, not shipped yet; it changes nothing today): whether the hooks' other Kubernetes calls are retried by the rules of docs/CALLS.md",
+        meaning: "whether the wrapped clients' calls are retried by the rules of their kind (docs/CALLS.md); off: every call passes through, as if unwrapped",
         kind: Kind::Switch { set: |s, on| s.resilient_calls = on },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS",
         accepts: "a whole number of ms from 1000 to 3600000",
-        default: "90000",
+        default: "120000",
         #[cfg(test)]
-        meaning: "reserved for the call wrappers (not shipped yet; it changes nothing today): how long one of those calls will keep retrying",
+        meaning: "how long one wrapped call (`resilientKubeConfig`, `resilientExec`, `resilientLog`, `retryK8sApiCall`) keeps retrying; the last attempt may run one request timeout past it. A call that starts within this long after another call of the process gave up, with none answered since, tries once",
         kind: Kind::Millis { min: 1_000, max: H, set: |s, d| s.call_deadline = d },
     },
 ];
@@ -589,7 +589,7 @@ mod tests {
         assert_eq!(s.retry_quota, None);
         assert_eq!(s.seed, None);
         assert!(s.resilient_calls);
-        assert_eq!(s.call_deadline, Duration::from_secs(90));
+        assert_eq!(s.call_deadline, Duration::from_secs(120));
         // The table's default texts agree with the values.
         let (from_table, errors) = Settings::from_env(
             VARIABLES

@@ -22,7 +22,10 @@ use std::time::Duration;
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use crate::call::{Call, CallAction, CallSpec, Operation};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::call::{Call, CallAction, CallSpec, Operation, Outage};
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 #[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
@@ -212,6 +215,8 @@ impl WasmCheck {
 pub struct WasmCallPolicy {
     settings: Settings,
     warnings: Vec<String>,
+    /// Shared with every call it made: how they ended.
+    outage: Rc<RefCell<Outage>>,
 }
 
 #[wasm_bindgen(js_class = CallPolicy)]
@@ -224,6 +229,7 @@ impl WasmCallPolicy {
         WasmCallPolicy {
             settings,
             warnings: errors.iter().map(|e| e.to_string()).collect(),
+            outage: Rc::new(RefCell::new(Outage::new())),
         }
     }
 
@@ -241,11 +247,17 @@ impl WasmCallPolicy {
     }
 
     /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
-    /// namespace?, kind?, name?, body?, operation?}`.
+    /// namespace?, kind?, name?, body?, operation?}`. Calls of one policy
+    /// share what they learn of an outage (see `src/call/outage.rs`).
     pub fn call(&self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
         let spec = read(spec, "spec", wire::call_spec)?;
+        let call = self
+            .outage
+            .borrow()
+            .start(&self.settings, spec, time(now_ms)?);
         Ok(WasmCall {
-            call: Call::new(&self.settings, spec, time(now_ms)?),
+            call,
+            outage: Some(Rc::clone(&self.outage)),
         })
     }
 }
@@ -254,6 +266,8 @@ impl WasmCallPolicy {
 #[wasm_bindgen(js_name = Call)]
 pub struct WasmCall {
     call: Call,
+    /// The policy's memory, told once how this call ended.
+    outage: Option<Rc<RefCell<Outage>>>,
 }
 
 #[wasm_bindgen(js_class = Call)]
@@ -274,7 +288,15 @@ impl WasmCall {
         loop {
             let action = self.call.poll(now);
             actions.push(&write(&wire::CallActionOut::from(&action)));
-            if matches!(action, CallAction::Wait { .. } | CallAction::Done { .. }) {
+            if let CallAction::Done { outcome } = &action {
+                if let Some(outage) = self.outage.take() {
+                    outage
+                        .borrow_mut()
+                        .learn(outcome, self.call.is_wrapped(), now);
+                }
+                return Ok(actions);
+            }
+            if matches!(action, CallAction::Wait { .. }) {
                 return Ok(actions);
             }
         }

@@ -15,7 +15,7 @@ use k8s_auth_preflight::call::{
 use k8s_auth_preflight::ErrorFacts;
 
 const TIMEOUT: u64 = 10_000;
-const DEADLINE: u64 = 90_000;
+const DEADLINE: u64 = 120_000;
 
 fn gave_up(run: &Run) -> &str {
     match &run.outcome {
@@ -42,7 +42,7 @@ fn a_read_is_retried_like_the_check_until_it_succeeds() {
     assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     assert_eq!(
         r.warnings[0],
-        "The Kubernetes API did not answer listNamespacedPod for Pod \"runner-1-workflow\" (ECONNREFUSED: fetch failed); retrying for up to 90 s. The job has not failed."
+        "The Kubernetes API did not answer listNamespacedPod for Pod \"runner-1-workflow\" (ECONNREFUSED: fetch failed); retrying for up to 120 s. The job has not failed."
     );
     assert_eq!(r.infos.len(), 1, "{:?}", r.infos);
     assert!(
@@ -546,7 +546,7 @@ fn the_call_deadline_comes_from_its_own_setting() {
     assert_eq!(s.call_deadline, Duration::from_millis(DEADLINE));
     assert_eq!(
         errors[0].to_string(),
-        "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS=\"soon\" ignored: not a number; accepted: a whole number of ms from 1000 to 3600000; using the default 90000"
+        "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS=\"soon\" ignored: not a number; accepted: a whole number of ms from 1000 to 3600000; using the default 120000"
     );
 }
 
@@ -600,4 +600,119 @@ fn a_create_body_that_does_not_parse_is_named_in_a_debug_line_and_treated_as_unn
     let r = run(&mut c, &[status(504), OK]);
     assert_eq!(r.attempts(), 1);
     assert!(gave_up(&r).contains("could make a second object"));
+}
+
+// ---- a known outage ------------------------------------------------------
+
+/// A host that loops around its calls (the hooks' 30 copy attempts) must
+/// not wait a whole deadline on every turn once the API is known to be
+/// down: after a give-up, the process's next calls try once.
+#[test]
+fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
+    use k8s_auth_preflight::call::Outage;
+    let s = settings();
+    let mut outage = Outage::new();
+    let mut first = outage.start(&s, on("readNamespacedPod", "Pod", "p"), T0);
+    let r = run(&mut first, &[code("ECONNREFUSED")]);
+    assert!(r.attempts() > 5, "the first call retries for its deadline");
+    outage.learn(&r.outcome, first.is_wrapped(), r.done_at);
+
+    // The next call, moments later: one attempt, no "retrying" warning.
+    let mut next = outage.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
+    let mut now = r.done_at + 1_000;
+    let CallAction::Send { request, .. } = next.poll(now) else {
+        panic!("no attempt");
+    };
+    now += 5;
+    next.on_failure(
+        request,
+        now,
+        ErrorFacts {
+            codes: vec!["ECONNREFUSED".into()],
+            message: "connect ECONNREFUSED".into(),
+            ..ErrorFacts::default()
+        },
+    )
+    .unwrap();
+    // Bounded: without the rule the call waits to retry, and never ends here.
+    let mut actions = Vec::new();
+    for _ in 0..20 {
+        let a = next.poll(now);
+        let done = matches!(a, CallAction::Done { .. });
+        actions.push(a);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, CallAction::Warn { .. } | CallAction::Send { .. })),
+        "{actions:#?}"
+    );
+    let Some(CallAction::Done {
+        outcome: CallOutcome::GiveUp { message, .. },
+    }) = actions.last()
+    else {
+        panic!("{actions:#?}");
+    };
+    assert!(message.contains("(1 attempt;"), "{message}");
+    assert!(
+        message.contains("another call of this step gave up on the Kubernetes API 1.0 s ago"),
+        "{message}"
+    );
+    outage.learn(
+        &CallOutcome::GiveUp {
+            message: message.clone(),
+            last_request: Some(1),
+        },
+        true,
+        now,
+    );
+
+    // The API answers a call: the outage is over, the next call has its deadline.
+    let mut answered = outage.start(&s, on("listNamespacedPod", "Pod", "p"), now + 1_000);
+    let r = run(&mut answered, &[OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
+    outage.learn(&r.outcome, true, r.done_at);
+    let mut later = outage.start(&s, on("readNamespacedPod", "Pod", "p"), r.done_at + 1);
+    let r = run(
+        &mut later,
+        &[code("ECONNREFUSED"), code("ECONNREFUSED"), OK],
+    );
+    assert_eq!(r.attempts(), 3);
+
+    // And a deadline's quiet ends it too.
+    let mut quiet = Outage::new();
+    quiet.learn(
+        &CallOutcome::GiveUp {
+            message: String::new(),
+            last_request: None,
+        },
+        true,
+        T0,
+    );
+    let mut c = quiet.start(&s, on("readNamespacedPod", "Pod", "p"), T0 + DEADLINE);
+    let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
+    assert_eq!(r.attempts(), 2);
+}
+
+#[test]
+fn the_deadline_bounds_a_call_not_the_checks_attempt_limit() {
+    // MAX_ATTEMPTS is per review of the check; 20 attempts 4-8 s apart
+    // would end a 120 s call early.
+    let (s, errors) = k8s_auth_preflight::Settings::from_env([
+        ("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "3"),
+        ("ACTIONS_RUNNER_PREFLIGHT_SEED", "7"),
+    ]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut c = call(&s, on("readNamespacedPod", "Pod", "p"));
+    let r = run(&mut c, &[code("ECONNREFUSED")]);
+    assert!(r.attempts() > 20, "{} attempts", r.attempts());
+    assert!(
+        r.done_at >= T0 + DEADLINE - 8_000,
+        "gave up {} ms in",
+        r.done_at - T0
+    );
+    assert!(r.sent.iter().all(|s| s.at < T0 + DEADLINE));
 }

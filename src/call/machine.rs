@@ -54,6 +54,9 @@ pub struct Call {
     last_reported: Option<u32>,
     /// Warn, Info and Debug actions not yet returned, oldest first.
     pending: Vec<CallAction>,
+    /// A call of this process gave up this long ago (ms) with none
+    /// answered since ([`super::Outage`]): one attempt, no retry.
+    known_outage_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +106,11 @@ impl Call {
             _ => None,
         };
         let what = spec.describe(sent.as_ref());
-        let backoff = settings.backoff.with_deadline(settings.call_deadline);
+        let mut backoff = settings.backoff.with_deadline(settings.call_deadline);
+        // The deadline bounds a call, not the check's attempt limit (20 per
+        // review): with 4-8 s between attempts, 20 would end a 120 s
+        // deadline early. This limit only bounds a schedule of tiny delays.
+        backoff.max_attempts = backoff.max_attempts.max(CALL_MAX_ATTEMPTS);
         let request_timeout_ms = millis(settings.request_timeout);
         let deadline_ms = now_ms.saturating_add(millis(settings.call_deadline));
         Call {
@@ -132,7 +139,21 @@ impl Call {
             last_error: None,
             last_reported: None,
             pending,
+            known_outage_ms: None,
         }
+    }
+
+    /// This call starting `ago_ms` after another call of the process gave
+    /// up on the API, with none answered since ([`super::Outage`]): it
+    /// makes one attempt, and a failure that would be retried gives up.
+    pub fn in_known_outage(mut self, ago_ms: u64) -> Call {
+        self.known_outage_ms = Some(ago_ms);
+        self
+    }
+
+    /// Whether the call ran under the policy (not passed through).
+    pub fn is_wrapped(&self) -> bool {
+        self.wrapped()
     }
 
     /// The kind of operation this call is treated as.
@@ -444,6 +465,19 @@ impl Call {
             class.kind_name(),
             stage.describe()
         );
+        if let (Decision::Retry, Some(ago)) = (&decision, self.known_outage_ms) {
+            self.last_error = Some(evidence);
+            self.debug(
+                request,
+                attempt,
+                &result,
+                "not retried: an outage is known",
+                now,
+            );
+            let note = messages::known_outage(ago);
+            self.give_up(now, Some(&note));
+            return;
+        }
         match decision {
             Decision::Retry => {
                 self.retried += 1;
@@ -569,6 +603,9 @@ impl Call {
         self.latest_ms
     }
 }
+
+/// The least attempt limit of a call (see `Call::new`).
+const CALL_MAX_ATTEMPTS: u32 = 100;
 
 /// How much sooner than the machine the host aborts a connection's
 /// set-up: a tenth of the request timeout, at most 1 s.

@@ -54,6 +54,15 @@ pub fn gave_up(
     )
 }
 
+/// Why a call in a known outage was not retried (the give-up quotes it
+/// after "It was ").
+pub fn known_outage(ago_ms: u64) -> String {
+    format!(
+        "not retried: another call of this step gave up on the Kubernetes API {} ago and none has been answered since, so this one tried once",
+        seconds(ago_ms)
+    )
+}
+
 /// One debug line for a request: what came back and what happens next.
 pub fn attempt_line(what: &str, request: &str, result: &str, next: &str, left_ms: u64) -> String {
     format!(
