@@ -6,6 +6,8 @@
 // for and reports how each ended; what is retried, when, and how a call
 // ends is the machine's.
 
+const fs = require('node:fs');
+
 const core = require('../pkg/k8s_auth_preflight.js');
 const { execute } = require('./execute');
 const { completeLogger } = require('./log');
@@ -13,9 +15,24 @@ const { errorDescriber } = require('./facts');
 const { CallGaveUpError } = require('./errors');
 const { steadyClock, environment, withAbortSignal, capturingBody } = require('./host');
 
-// No credential is held here: error texts are still scrubbed of whatever
-// follows `Bearer ` or `Basic `.
-const describeError = errorDescriber(null, null);
+/**
+ * Error facts with the kubeconfig's bearer token hidden (read once, when the
+ * wrapper is made: an inline token, or the token file), and whatever follows
+ * `Bearer ` or `Basic ` scrubbed.
+ */
+function describerFor(kc) {
+  let token = null;
+  try {
+    const user = kc && typeof kc.getCurrentUser === 'function' ? kc.getCurrentUser() : null;
+    const config = (user && user.authProvider && user.authProvider.config) || {};
+    const tokenFile = config.tokenFile || config['token-file'];
+    if (user && typeof user.token === 'string' && user.token) token = user.token;
+    else if (typeof tokenFile === 'string' && tokenFile) token = fs.readFileSync(tokenFile, 'utf8');
+  } catch {
+    token = null; // nothing to hide that can be read
+  }
+  return errorDescriber(token, null);
+}
 
 // One core policy per settings environment (process.env, or a host's env
 // object): its settings are read, and warned about, once per process, and
@@ -33,11 +50,11 @@ function corePolicy(env, logger) {
   return policy;
 }
 
-/** The policy of one set of options, and where its lines go. */
-function callPolicy(options = {}) {
+/** The policy of one set of options, where its lines go, and what its errors hide. */
+function callPolicy(kc, options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
   const logger = completeLogger(options.logger);
-  return { policy: corePolicy(environment(options), logger), logger, options };
+  return { policy: corePolicy(environment(options), logger), logger, options, describeError: describerFor(kc) };
 }
 
 /**
@@ -53,6 +70,17 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
   const machine = state.policy.call(spec, clock());
   const values = new Map();
   const errors = new Map();
+  // The caller's own abort signal (set by its call options' middleware):
+  // when it fires, the call ends with the error it caused, at once.
+  const stop = new AbortController();
+  let callerSignal = null;
+  let cancelled;
+  const onCallerSignal = (signal) => {
+    if (callerSignal) return;
+    callerSignal = signal;
+    if (signal.aborted) stop.abort();
+    else signal.addEventListener('abort', () => stop.abort(), { once: true });
+  };
   let outcome;
   try {
     outcome = await execute(
@@ -65,11 +93,14 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
               values.set(action.probe, value);
               return { type: 'readBack', body };
             }
-            const value = await settleOrAbort(attempt(signal), signal, onLate);
+            const value = await settleOrAbort(attempt(signal, onCallerSignal), signal, onLate);
             values.set(action.probe, value);
             return { type: 'succeeded' };
           } catch (error) {
-            errors.set(action.probe, error);
+            if (callerSignal && callerSignal.aborted && cancelled === undefined) cancelled = error;
+            // An error our own abort caused (a timeout, the call over) is
+            // not the API's: never thrown as the call's last error.
+            else if (!signal.aborted) errors.set(action.probe, error);
             throw error;
           }
         },
@@ -77,11 +108,12 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
           throw new Error(`k8s-auth-preflight: a call asked for a file action ${JSON.stringify(action.type)}`);
         },
       },
-      { clock, logger: state.logger, observer: state.options.observer, describeError },
+      { clock, logger: state.logger, observer: state.options.observer, describeError: state.describeError, stop: stop.signal },
     );
   } finally {
     machine.free();
   }
+  if (outcome === null) throw cancelled !== undefined ? cancelled : callerSignal.reason;
   switch (outcome.type) {
     case 'return':
       return values.get(outcome.request);
@@ -91,7 +123,7 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
       throw errors.get(outcome.request);
     default: {
       const last = outcome.lastRequest === null ? undefined : errors.get(outcome.lastRequest);
-      if (rethrowLast && outcome.lastRequest !== null) throw last;
+      if (rethrowLast && last !== undefined) throw last;
       throw new CallGaveUpError(outcome.message, last);
     }
   }
@@ -173,7 +205,8 @@ function wrapApi(api, state) {
               runCall(
                 state,
                 apiSpec(prop, param),
-                (signal) => value.call(target, param, mergeOptions(options, withAbortSignal(signal))),
+                (signal, onCallerSignal) =>
+                  value.call(target, param, mergeOptions(options, withAbortSignal(signal, onCallerSignal))),
                 async (request, signal) => {
                   const capture = capturingBody(signal);
                   const read = Reflect.get(target, request.method, target);
@@ -201,7 +234,7 @@ function resilientKubeConfig(kc, options) {
   if (!kc || typeof kc.makeApiClient !== 'function') {
     throw new TypeError('resilientKubeConfig(kc): kc must be a loaded KubeConfig');
   }
-  const state = callPolicy(options);
+  const state = callPolicy(kc, options);
   const makeApiClient = (apiClass) => wrapApi(kc.makeApiClient(apiClass), state);
   return new Proxy(kc, {
     get(target, prop) {
@@ -234,7 +267,7 @@ const noReadBack = () => Promise.reject(new Error('a connection has nothing to r
  */
 function resilientExec(kc, options) {
   const k8s = require('@kubernetes/client-node');
-  const state = callPolicy(options);
+  const state = callPolicy(kc, options);
   const exec = new k8s.Exec(kc);
   const wrapped = (namespace, podName, containerName, command, ...rest) =>
     runCall(
@@ -250,7 +283,7 @@ function resilientExec(kc, options) {
 /** A `Log` for `kc` whose `log(...)` retries the request's set-up as `exec` does. */
 function resilientLog(kc, options) {
   const k8s = require('@kubernetes/client-node');
-  const state = callPolicy(options);
+  const state = callPolicy(kc, options);
   const log = new k8s.Log(kc);
   const wrapped = (namespace, podName, containerName, stream, ...rest) =>
     runCall(
@@ -282,7 +315,7 @@ function closeSocket(socket) {
  */
 async function retryK8sApiCall(fn, options = {}) {
   if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
-  const state = callPolicy(options);
+  const state = callPolicy(null, options);
   const method = text(options.method);
   const spec = method ? { method } : { method: 'retryK8sApiCall', operation: 'read' };
   return runCall(state, spec, (signal) => fn(signal), noReadBack, undefined, true);

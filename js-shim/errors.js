@@ -45,7 +45,11 @@ class CallGaveUpError extends Error {
 }
 
 function isCallGaveUpError(e) {
-  return Boolean(e) && e[BRAND] === true && e.code === 'PREFLIGHT_CALL_GAVE_UP';
+  try {
+    return Boolean(e) && e[BRAND] === true && e.code === 'PREFLIGHT_CALL_GAVE_UP';
+  } catch {
+    return false; // a revoked Proxy, a throwing getter
+  }
 }
 
 function isPreflightInconclusiveError(e) {

@@ -24,9 +24,11 @@ const MAX_TIMER_MS = 0x7fffffff;
  * @param observer  optional (event) => void, for tests and the demo timeline
  * @param describeError  optional (error, timedOut) => error facts; the
  *                  default is errorFacts with nothing redacted
- * @returns the outcome of the `done` action
+ * @param stop      optional AbortSignal: the host cancelled (its caller's
+ *                  own signal fired); the loop ends at once with `null`
+ * @returns the outcome of the `done` action, or null when stopped
  */
-async function execute(machine, io, { clock, logger, observer, describeError = plainFacts }) {
+async function execute(machine, io, { clock, logger, observer, describeError = plainFacts, stop }) {
   const inFlight = new Set();
   const settled = [];
   let finished = false;
@@ -76,9 +78,14 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
     );
   };
 
+  const onStop = () => {
+    if (wake) wake();
+  };
+  if (stop) stop.addEventListener('abort', onStop, { once: true });
   try {
     let facts = [];
     for (;;) {
+      if (stop && stop.aborted) return null;
       const actions = machine.step(clock(), facts);
       facts = [];
       let untilMs = null;
@@ -101,6 +108,7 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
         }
       }
       if (facts.length === 0 && settled.length === 0) {
+        if (stop && stop.aborted) return null;
         // `untilMs` null: until a request settles, however long.
         const delay = untilMs === null ? null : Math.min(MAX_TIMER_MS, Math.max(0, untilMs - clock()));
         await new Promise((resolve) => {
@@ -121,6 +129,7 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
       facts.push(...settled.splice(0));
     }
   } finally {
+    if (stop) stop.removeEventListener('abort', onStop);
     finished = true;
     for (const entry of inFlight) {
       clearTimeout(entry.timer);

@@ -31,7 +31,7 @@ function environment(options) {
  * Options for a client-node call that abort it when `signal` fires. Pass as
  * the second argument of an object-parameter API call.
  */
-function withAbortSignal(signal) {
+function withAbortSignal(signal, onCallerSignal) {
   // client-node's generated API chains middleware through objects with a
   // `toPromise()`; a plain one is all it needs, in 1.x and 2.x alike.
   const resolved = (value) => ({ toPromise: () => Promise.resolve(value) });
@@ -39,7 +39,10 @@ function withAbortSignal(signal) {
     middleware: [
       {
         pre: (context) => {
-          context.setSignal(signal);
+          // A signal the caller's own middleware set still aborts the call.
+          const theirs = typeof context.getSignal === 'function' ? context.getSignal() : undefined;
+          if (theirs && onCallerSignal) onCallerSignal(theirs);
+          context.setSignal(theirs && typeof AbortSignal.any === 'function' ? AbortSignal.any([theirs, signal]) : signal);
           return resolved(context);
         },
         post: (response) => resolved(response),

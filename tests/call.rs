@@ -298,6 +298,20 @@ fn a_create_that_names_no_object_is_not_sent_again_once_it_may_have_been_made() 
     let mut c = call(&s, spec());
     let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
     assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
+
+    // Attack on the wrappers, F10: an empty name is no name (the API
+    // generates one from generateName): two pods were made.
+    let empty = CallSpec {
+        body: Some(
+            r#"{"kind":"Pod","metadata":{"name":"","generateName":"job-","labels":{"a":"b"}}}"#
+                .into(),
+        ),
+        ..CallSpec::method("createNamespacedPod")
+    };
+    let mut c = call(&s, empty);
+    let r = run(&mut c, &[Reply::Hang, OK]);
+    assert_eq!(r.attempts(), 1);
+    assert!(gave_up(&r).contains("could make a second object"));
 }
 
 // ---- delete ---------------------------------------------------------------
@@ -309,6 +323,16 @@ fn a_404_on_a_delete_retry_after_a_lost_answer_is_done() {
     assert_eq!(c.operation(), Operation::Delete);
     let r = run(&mut c, &[Reply::Hang, status(404)]);
     assert_eq!(r.outcome, CallOutcome::Deleted { request: 2 });
+    // One warning when it started failing, and (attack on the wrappers,
+    // L4) one line when it is settled, as for a call that recovers.
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert_eq!(r.infos.len(), 1, "{:?}", r.infos);
+    assert!(
+        r.infos[0].starts_with("The Kubernetes API answered deleteNamespacedPod for Pod \"runner-1-workflow\" after 2 attempts in ")
+            && r.infos[0].ends_with(": the object is gone; an earlier attempt had deleted it and its answer was lost."),
+        "{}",
+        r.infos[0]
+    );
 }
 
 #[test]
@@ -346,7 +370,6 @@ fn an_exec_set_up_that_never_started_the_command_is_retried() {
         code("CERT_HAS_EXPIRED"),
         code("UND_ERR_CONNECT_TIMEOUT"),
         status(503),
-        status(500),
         status(429),
         status(401),
         status(403),
@@ -355,6 +378,45 @@ fn an_exec_set_up_that_never_started_the_command_is_retried() {
         assert_eq!(c.operation(), Operation::Connect);
         let r = run(&mut c, &[failure.clone(), OK]);
         assert_eq!(r.outcome, CallOutcome::Return { request: 2 }, "{failure:?}");
+    }
+}
+
+/// Attack on the wrappers, F2: an upgrade slower than the request timeout
+/// (a loaded apiserver, a slow kubelet) is not given up at 10 s: a set-up
+/// that timed out is never sent again, so cutting it short only turned a
+/// slow success into a failure, and killed the command when its stream
+/// opened late. It may take until the call's end.
+#[test]
+fn a_slow_exec_set_up_is_awaited_until_the_calls_end() {
+    let s = settings();
+    let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[Reply::Ok { latency: 45_000 }]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
+    assert_eq!(r.attempts(), 1);
+    // The host's own timeout is the call's end, a little early.
+    let host = r.sent[0].timeout_ms.unwrap();
+    assert!(host > 100_000 && host < DEADLINE + TIMEOUT, "{host}");
+    // A set-up that hangs still ends by the deadline plus one request timeout.
+    let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[Reply::Hang]);
+    assert!(r.done_at <= T0 + DEADLINE + TIMEOUT, "{}", r.done_at - T0);
+    assert_eq!(r.attempts(), 1);
+}
+
+/// Attack on the wrappers, F1: a gateway in front of the apiserver may
+/// forward the upgrade, the command start, and the gateway then answer
+/// 500, 502 or 504 (an error, a bad or late answer from upstream). The
+/// `ws` client shows only the status, not who sent it: the command may
+/// have started, so the set-up is not sent again.
+#[test]
+fn an_exec_set_up_answered_500_502_or_504_may_have_started_and_is_not_sent_again() {
+    let s = settings();
+    for code in [500, 502, 504] {
+        let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+        let r = run(&mut c, &[status(code), OK]);
+        assert_eq!(r.attempts(), 1, "HTTP {code}");
+        let message = gave_up(&r);
+        assert!(message.contains("It was not retried: the connection's set-up failed after its request may have reached the apiserver"), "{message}");
     }
 }
 
@@ -396,19 +458,29 @@ fn an_exec_set_up_that_failed_after_sending_is_never_sent_again() {
 
 #[test]
 fn an_exec_set_up_whose_connection_was_never_made_is_retried_even_after_a_timeout() {
-    // A stale endpoint: the TCP connect hangs. The host aborts the set-up
-    // at its own timeout, which is a little shorter than the machine's,
-    // and reports that the request was never written.
+    // A stale endpoint: the TCP connect hangs. A host that sees the
+    // connection itself never made (its connect timeout, here after one
+    // request timeout) reports that the request was never written.
     let s = settings();
     let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
-    let r = run(&mut c, &[Reply::HangConnecting, Reply::HangConnecting, OK]);
+    let never = || Reply::FailBeforeSending {
+        facts: ErrorFacts {
+            timed_out: true,
+            message: "connect timed out".into(),
+            ..ErrorFacts::default()
+        },
+        latency: TIMEOUT,
+    };
+    let r = run(&mut c, &[never(), never(), OK]);
     assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
-    assert!(
-        r.sent.iter().all(|s| s.timeout_ms == Some(TIMEOUT - 1_000)),
-        "{:?}",
-        r.sent
-    );
     assert_eq!(r.warnings.len(), 1);
+    // A host that aborts a hung set-up only at the set-up's own timeout
+    // (the call's end, a little early) reports it never written: no time
+    // is left to retry, and the call ends by its end.
+    let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
+    let r = run(&mut c, &[Reply::HangConnecting, OK]);
+    assert_eq!(r.attempts(), 1);
+    assert!(r.done_at <= T0 + DEADLINE + TIMEOUT);
     // A failure reported before sending proves nothing was sent, whatever
     // its codes say.
     let mut c = call(&s, on("exec", "Pod", "p"));
@@ -457,11 +529,13 @@ fn a_stream_that_opens_after_its_set_up_timed_out_is_stale() {
     let CallAction::Send { request, .. } = c.poll(T0) else {
         panic!()
     };
-    assert!(matches!(c.poll(T0), CallAction::Wait { until_ms: Some(t) } if t == T0 + TIMEOUT));
+    // A set-up is awaited until the call's end.
+    let end = T0 + DEADLINE + TIMEOUT;
+    assert!(matches!(c.poll(T0), CallAction::Wait { until_ms: Some(t) } if t == end));
     // The timeout fires; the machine gives up (never re-sends).
     let mut actions = Vec::new();
     loop {
-        let a = c.poll(T0 + TIMEOUT);
+        let a = c.poll(end);
         let done = matches!(a, CallAction::Done { .. });
         actions.push(a);
         if done {
@@ -469,10 +543,7 @@ fn a_stream_that_opens_after_its_set_up_timed_out_is_stale() {
         }
     }
     assert!(!actions.iter().any(|a| matches!(a, CallAction::Send { .. })));
-    assert_eq!(
-        c.on_stream_opened(request, T0 + TIMEOUT + 5),
-        Ok(Accepted::Stale)
-    );
+    assert_eq!(c.on_stream_opened(request, end + 5), Ok(Accepted::Stale));
 }
 
 // ---- pass-through and the switch ------------------------------------------

@@ -181,15 +181,18 @@ impl FailureStage {
 
     /// For a streaming connection (exec, attach, log): true when the
     /// command provably never started, so the set-up may be sent again.
-    /// The connection was never made, or the apiserver answered the
-    /// upgrade with 5xx, 429, 401 or 403 instead of switching protocols.
-    /// Never after our timeout or an unknown failure: the upgrade may have
-    /// been accepted and the command started.
+    /// The connection was never made, or the upgrade was answered, instead
+    /// of switching protocols, with a status that says the request was not
+    /// handled: 401 and 403 (refused before anything runs), 429 (priority
+    /// and fairness sheds before), 503 (no backend, or an apiserver
+    /// shutting down). Not 500, 502 or 504: a gateway in front of the
+    /// apiserver answers those after it forwarded the upgrade, and the
+    /// command may have started (the `ws` client shows the status, not who
+    /// sent it). Never after our timeout or an unknown failure: the upgrade
+    /// may have been accepted and the command started.
     pub fn setup_may_be_retried(&self) -> bool {
         match self {
-            FailureStage::Answered { status } => {
-                matches!(status, 401 | 403 | 429 | 500..=599)
-            }
+            FailureStage::Answered { status } => matches!(status, 401 | 403 | 429 | 503),
             other => other.never_reached(),
         }
     }
@@ -402,8 +405,6 @@ mod tests {
             FailureStage::Dns,
             FailureStage::Tls,
             FailureStage::NotSent,
-            FailureStage::Answered { status: 500 },
-            FailureStage::Answered { status: 502 },
             FailureStage::Answered { status: 503 },
             FailureStage::Answered { status: 429 },
             FailureStage::Answered { status: 401 },
@@ -417,6 +418,9 @@ mod tests {
             FailureStage::Unknown,
             FailureStage::Answered { status: 400 },
             FailureStage::Answered { status: 404 },
+            FailureStage::Answered { status: 500 },
+            FailureStage::Answered { status: 502 },
+            FailureStage::Answered { status: 504 },
             FailureStage::Answered { status: 101 },
             FailureStage::Answered { status: 200 },
         ];

@@ -218,19 +218,27 @@ impl Call {
                 }
                 self.requests += 1;
                 self.attempts += 1;
-                let timeout_at = self
-                    .wrapped()
-                    .then_some(now.saturating_add(self.request_timeout_ms));
-                let timeout_ms = match self.operation {
+                let timeout_at = match self.operation {
                     Operation::PassThrough => None,
-                    // The host aborts a set-up a little before the machine
-                    // would, so that its report, which knows whether the
-                    // request was written, comes first.
+                    // A set-up that timed out is never sent again (the
+                    // command may have started), so a slow upgrade is
+                    // awaited until the call's end, never cut at the
+                    // request timeout.
                     Operation::Connect => {
-                        Some(self.request_timeout_ms - setup_report_margin(self.request_timeout_ms))
+                        Some(self.end_ms.max(now.saturating_add(self.request_timeout_ms)))
                     }
-                    _ => Some(self.request_timeout_ms),
+                    _ => Some(now.saturating_add(self.request_timeout_ms)),
                 };
+                let timeout_ms = timeout_at.map(|at| {
+                    let ms = at - now;
+                    match self.operation {
+                        // The host aborts a set-up a little before the
+                        // machine would, so that its report, which knows
+                        // whether the request was written, comes first.
+                        Operation::Connect => ms - setup_report_margin(self.request_timeout_ms),
+                        _ => ms,
+                    }
+                });
                 self.state = State::InFlight {
                     request: self.requests,
                     sent: Sent::Attempt {
@@ -519,6 +527,14 @@ impl Call {
                 );
             }
             Decision::Deleted => {
+                if self.warned {
+                    let line = messages::found_deleted(
+                        &self.what,
+                        attempt.unwrap_or(self.attempts),
+                        now - self.started_ms,
+                    );
+                    self.pending.push(CallAction::Info { message: line });
+                }
                 self.debug(
                     request,
                     attempt,

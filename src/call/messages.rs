@@ -54,6 +54,15 @@ pub fn gave_up(
     )
 }
 
+/// The line printed when a delete's retry found the object gone: an
+/// earlier attempt, whose answer was lost, had deleted it.
+pub fn found_deleted(what: &str, attempts: u32, tried_ms: u64) -> String {
+    format!(
+        "The Kubernetes API answered {what} after {attempts} attempts in {}: the object is gone; an earlier attempt had deleted it and its answer was lost.",
+        seconds(tried_ms)
+    )
+}
+
 /// Why a call in a known outage was not retried (the give-up quotes it
 /// after "It was ").
 pub fn known_outage(ago_ms: u64) -> String {

@@ -101,7 +101,8 @@ impl Ownership {
         };
         Ok(Ownership {
             kind: object.kind,
-            name,
+            // An empty name is none: the API makes one (from generateName).
+            name: name.filter(|n| !n.is_empty()),
             labels: labels.unwrap_or_default(),
             owner_uids: owners
                 .unwrap_or_default()

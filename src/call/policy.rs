@@ -97,7 +97,7 @@ pub fn after_failure(operation: Operation, sent: Option<&Ownership>, attempt: At
         Operation::Connect => {
             if attempt.stage.setup_may_be_retried() {
                 Decision::Retry
-            } else if status.is_some() {
+            } else if status.is_some_and(|s| s < 500) {
                 // The apiserver refused the upgrade (400, 404, ...): its
                 // answer, and no command ran.
                 Decision::Throw
