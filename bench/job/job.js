@@ -61,11 +61,13 @@ function readStepOutput(r) {
 /**
  * Runs one job against `jobServer` ({ server, kubeconfig } from server.js)
  * with the bundle in `bundleDir`, a refused stall of `stallMs` at `place`
- * (null: none). `env` adds to the hook processes' environment. Resolves
- * { runner, place, stallMs, ok, failedStep, message, steps, apiCalls,
- * reviewCalls, scriptExecs, leftPods, leftSecrets, ms, stall }.
+ * (null: none). `mode` (plain, retry-proxy, resilient; null: unset) is the
+ * hook processes' JOB_CLIENTS (how the job makes its clients, see
+ * tests/consumer/src/job/clients.ts); `env` adds to their environment.
+ * Resolves { mode, runner, place, stallMs, ok, failedStep, message, steps,
+ * apiCalls, reviewCalls, scriptExecs, leftPods, leftSecrets, ms, stall }.
  */
-async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track }) {
+async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track }) {
   const { server, kubeconfig } = jobServer;
   const runner = `runner-${crypto.randomBytes(3).toString('hex')}`;
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-'));
@@ -83,6 +85,7 @@ async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {
     RUNNER_WORKSPACE: path.join(work, 'repo'),
     ACTIONS_RUNNER_POD_NAME: runner,
     ACTIONS_RUNNER_KUBERNETES_NAMESPACE: 'ci',
+    ...(mode ? { JOB_CLIENTS: mode } : {}),
     ...env,
   };
 
@@ -130,6 +133,7 @@ async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {
     });
   const mine = (name) => name.startsWith(`ci/${runner}-`);
   return {
+    mode: stepEnv.JOB_CLIENTS || 'plain',
     runner,
     place,
     stallMs,
