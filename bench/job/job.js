@@ -66,11 +66,13 @@ function newRunnerName() {
 /**
  * Runs one job against `jobServer` ({ server, kubeconfig } from server.js)
  * with the bundle in `bundleDir`, a refused stall of `stallMs` at `place`
- * (null: none). `env` adds to the hook processes' environment. Resolves
- * { runner, place, stallMs, ok, failedStep, message, steps, apiCalls,
- * reviewCalls, scriptExecs, leftPods, leftSecrets, ms, stall }.
+ * (null: none). `mode` (plain, retry-proxy, resilient; null: unset) is the
+ * hook processes' JOB_CLIENTS (how the job makes its clients, see
+ * tests/consumer/src/job/clients.ts); `env` adds to their environment.
+ * Resolves { mode, runner, place, stallMs, ok, failedStep, message, steps,
+ * apiCalls, reviewCalls, scriptExecs, leftPods, leftSecrets, ms, stall }.
  */
-async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track, runner = newRunnerName() }) {
+async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track, runner = newRunnerName() }) {
   const { server, kubeconfig } = jobServer;
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-'));
   const work = path.join(base, '_work');
@@ -87,6 +89,7 @@ async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {
     RUNNER_WORKSPACE: path.join(work, 'repo'),
     ACTIONS_RUNNER_POD_NAME: runner,
     ACTIONS_RUNNER_KUBERNETES_NAMESPACE: 'ci',
+    ...(mode ? { JOB_CLIENTS: mode } : {}),
     ...env,
   };
 
@@ -134,6 +137,7 @@ async function runJob({ jobServer, bundleDir, place = null, stallMs = 0, env = {
     });
   const mine = (name) => name.startsWith(`ci/${runner}-`);
   return {
+    mode: stepEnv.JOB_CLIENTS || 'plain',
     runner,
     place,
     stallMs,

@@ -1,9 +1,13 @@
 'use strict';
 // The loopback apiserver of a whole-job run (tests/support/apiserver.js, in
-// this process: jobs run one at a time and this process only waits on them,
-// and the stalls are armed on the server's own request stream). It grants
-// the 13 default permissions; a job pod turns Running `podRunningAfterMs`
-// after its create.
+// this process: this process only waits on the jobs, and the stalls are
+// armed on the server's own request stream). It grants the 13 default
+// permissions; a job pod turns Running `podRunningAfterMs` after its create.
+// Several may run at once (bench/job.js runs a few jobs side by side, each
+// with its own server): a refusing server has released its port, so a
+// server started meanwhile could take it and answer the other job's
+// clients; a new server that lands on the port of a live one of this
+// process is closed and started again.
 
 const fs = require('node:fs');
 const os = require('node:os');
@@ -15,14 +19,31 @@ const { fullRole } = require('../../tests/js/support/roles');
 const TOKEN = 'job-run-token';
 const NAMESPACE = 'ci';
 
+const START_ATTEMPTS = 10;
+
+/** The ports of this process's job servers that are not closed yet. */
+const livePorts = new Set();
+
 /** Resolves { server, kubeconfig, dir, close() }. */
 async function startJobApiServer({ podRunningAfterMs = 2000 } = {}) {
+  let server = null;
+  for (let i = 0; i < START_ATTEMPTS && !server; i++) {
+    const candidate = await startApiServer({ token: TOKEN, namespace: NAMESPACE, role: fullRole(), podRunningAfterMs });
+    if (livePorts.has(candidate.port)) await candidate.close();
+    else server = candidate;
+  }
+  if (!server) throw new Error(`no free port for a job apiserver after ${START_ATTEMPTS} attempts`);
+  const port = server.port;
+  livePorts.add(port);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-server-'));
-  const server = await startApiServer({ token: TOKEN, namespace: NAMESPACE, role: fullRole(), podRunningAfterMs });
   const kubeconfig = server.writeKubeconfig(path.join(dir, 'kubeconfig'));
   const close = async () => {
-    await server.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    try {
+      await server.close();
+    } finally {
+      livePorts.delete(port);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   };
   return { server, kubeconfig, dir, close };
 }

@@ -1,5 +1,6 @@
 'use strict';
-// The whole-job run's table (markdown), one row per job.
+// The whole-job run's tables (markdown): one row per job, and a summary per
+// client mode and stall length.
 
 const MESSAGE_CHARS = 110;
 
@@ -32,18 +33,55 @@ function leftCell(job) {
 }
 
 const HEADER = [
-  '| the stall starts at | stall | job | failed step | its message | API calls (reviews, execs) | script execs | left behind | job took |',
-  '| --- | ---: | --- | --- | --- | ---: | --- | --- | ---: |',
+  '| clients | the stall starts at | stall | job | failed step | its message | API calls (reviews, execs) | script execs | left behind | job took |',
+  '| --- | --- | ---: | --- | --- | --- | ---: | --- | --- | ---: |',
 ];
 
+const stallCell = (stallMs) => (stallMs ? `${Math.round(stallMs / 1000)} s` : '-');
+
 function row(job) {
-  const stall = job.place ? `${Math.round(job.stallMs / 1000)} s` : '-';
   const fired = job.place && !job.stall.fired ? ' (never reached)' : '';
-  return `| ${cell(job.place || 'no stall')}${fired} | ${stall} | ${job.ok ? 'ok' : '**failed**'} | ${cell(job.failedStep || '')} | ${cell(job.message ? `\`${shorten(job.message)}\`` : '')} | ${job.apiCalls} (${job.reviewCalls}, ${job.execCalls}) | ${scriptExecCell(job.scriptExecs)} | ${leftCell(job)} | ${(job.ms / 1000).toFixed(1)} s |`;
+  return `| ${cell(job.mode || 'plain')} | ${cell(job.place || 'no stall')}${fired} | ${stallCell(job.stallMs)} | ${job.ok ? 'ok' : '**failed**'} | ${cell(job.failedStep || '')} | ${cell(job.message ? `\`${shorten(job.message)}\`` : '')} | ${job.apiCalls} (${job.reviewCalls}, ${job.execCalls}) | ${scriptExecCell(job.scriptExecs)} | ${leftCell(job)} | ${(job.ms / 1000).toFixed(1)} s |`;
 }
 
-function tableLines(jobs) {
-  return [...HEADER, ...jobs.map(row)];
+/** A planned job that was not run: { mode, place, stallMs, why }. */
+function skippedRow(s) {
+  return `| ${cell(s.mode)} | ${cell(s.place || 'no stall')} | ${stallCell(s.stallMs)} | not run | | ${cell(shorten(s.why))} | | | | |`;
+}
+
+function tableLines(jobs, skipped = []) {
+  return [...HEADER, ...jobs.map(row), ...skipped.map(skippedRow)];
+}
+
+function median(values) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * One row per (client mode, stall length) in the order given: the jobs
+ * that failed of those run, the median API calls per job, the places of the
+ * failed jobs, and what was planned but not run.
+ */
+function summaryLines(modes, stallsMs, jobs, skipped = []) {
+  const lines = [
+    '| clients | stall | jobs failed | median API calls per job | failed at | not run |',
+    '| --- | ---: | ---: | ---: | --- | ---: |',
+  ];
+  for (const mode of modes) {
+    for (const stallMs of [0, ...stallsMs]) {
+      const mine = jobs.filter((j) => (j.mode || 'plain') === mode && j.stallMs === stallMs);
+      const notRun = skipped.filter((s) => s.mode === mode && s.stallMs === stallMs).length;
+      if (mine.length === 0 && notRun === 0) continue;
+      const failed = mine.filter((j) => !j.ok);
+      const m = median(mine.map((j) => j.apiCalls));
+      const where = failed.map((j) => j.place || 'no stall').join(', ');
+      lines.push(`| ${cell(mode)} | ${stallMs ? `${Math.round(stallMs / 1000)} s` : 'none'} | ${failed.length} of ${mine.length} | ${m === null ? '-' : m} | ${cell(where || '-')} | ${notRun || ''} |`);
+    }
+  }
+  return lines;
 }
 
 /** Rows that break the rule "a job that succeeded ran each script exactly once and left nothing". */
@@ -51,4 +89,4 @@ function ruleBreaks(jobs) {
   return jobs.filter((j) => j.ok && (j.scriptExecs.some((c) => c !== 1) || j.leftPods.length > 0 || j.leftSecrets.length > 0));
 }
 
-module.exports = { tableLines, ruleBreaks, shorten };
+module.exports = { tableLines, summaryLines, ruleBreaks, shorten, median };
