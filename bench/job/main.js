@@ -25,7 +25,7 @@ const RESULTS = path.join(ROOT, 'bench', 'results', 'job-stall.md');
 const MODES = ['plain', 'retry-proxy', 'resilient'];
 
 const USAGE =
-  'usage: node bench/job.js [--clients plain,retry-proxy,resilient] [--stalls 10,25,60,90] [--places all|<place>,...] [--no-healthy] [--concurrency 3] [--limit-s 7200] [--step-timeout-s 300] [--pod-running-after-ms 2000] [--prepare] [--write]';
+  'usage: node bench/job.js [--clients plain,retry-proxy,resilient] [--stalls 10,25,60,90] [--places all|<place>,...] [--no-healthy] [--concurrency 3] [--limit-s 7200] [--step-timeout-s 300] [--pod-running-after-ms 2000] [--prepare] [--env ACTIONS_RUNNER_PREFLIGHT_NAME=value]... [--write] [--out bench/results/<file>.md]';
 
 function parseArgs(argv) {
   const o = {
@@ -39,6 +39,8 @@ function parseArgs(argv) {
     podRunningAfterMs: 2000,
     prepare: false,
     write: false,
+    env: {},
+    out: RESULTS,
   };
   const value = (i) => {
     if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value\n${USAGE}`);
@@ -69,7 +71,17 @@ function parseArgs(argv) {
     else if (a === '--pod-running-after-ms') o.podRunningAfterMs = number(value(i++), a, 0);
     else if (a === '--prepare') o.prepare = true;
     else if (a === '--write') o.write = true;
-    else throw new Error(`unknown argument ${a}\n${USAGE}`);
+    else if (a === '--env') {
+      const v = value(i++);
+      const m = /^(ACTIONS_RUNNER_PREFLIGHT_[A-Z_]+)=(.*)$/.exec(v);
+      if (!m) throw new Error(`--env takes ACTIONS_RUNNER_PREFLIGHT_<NAME>=<value>, got ${JSON.stringify(v.slice(0, 80))}`);
+      o.env[m[1]] = m[2];
+    } else if (a === '--out') {
+      const v = value(i++);
+      if (!/^bench\/results\/[A-Za-z0-9._-]+\.md$/.test(v)) throw new Error(`--out must be bench/results/<name>.md, got ${JSON.stringify(v.slice(0, 80))}`);
+      o.out = path.join(ROOT, v);
+      o.write = true;
+    } else throw new Error(`unknown argument ${a}\n${USAGE}`);
   }
   return o;
 }
@@ -100,7 +112,7 @@ async function main() {
   const oneJob = async (item) => {
     const jobServer = await startJobApiServer({ podRunningAfterMs: o.podRunningAfterMs });
     try {
-      return await runJob({ jobServer, bundleDir, ...item, stepTimeoutMs: o.stepTimeoutS * 1000, track: control.children });
+      return await runJob({ jobServer, bundleDir, ...item, env: { ...o.env, ...(item.env || {}) }, stepTimeoutMs: o.stepTimeoutS * 1000, track: control.children });
     } finally {
       await jobServer.close();
     }
@@ -190,8 +202,8 @@ async function main() {
   ];
   process.stdout.write(`${lines.join('\n')}`);
   if (o.write) {
-    fs.writeFileSync(RESULTS, lines.join('\n'));
-    process.stdout.write(`wrote ${path.relative(ROOT, RESULTS)}\n`);
+    fs.writeFileSync(o.out, lines.join('\n'));
+    process.stdout.write(`wrote ${path.relative(ROOT, o.out)}\n`);
   }
 }
 
