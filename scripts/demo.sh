@@ -18,3 +18,6 @@ node bench/chaos.js --prepare --jobs 8 --start-spread-ms 6000 --stall-at-ms 2000
 echo
 echo "== 3. One real job through a compressed stall: every step a fresh Node process, real @kubernetes/client-node, loopback apiserver"
 node demo/demo.js
+echo
+echo "== 4. The whole job (prepare, 3 script steps, cleanup) through a 25 s refused stall between two steps: the hooks' clients as they are, then through this package's call wrappers"
+node bench/job.js --clients plain,resilient --stalls 25 --places "between steps" --no-healthy
