@@ -93,10 +93,16 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
               values.set(action.probe, value);
               return { type: 'readBack', body };
             }
-            const value = await settleOrAbort(attempt(signal, onCallerSignal), signal, onLate);
+            const value = await settleOrAbort(attempt(signal, onCallerSignal, action), signal, onLate);
             values.set(action.probe, value);
             return { type: 'succeeded' };
-          } catch (error) {
+          } catch (thrown) {
+            // The host saw the connection never made: a fact of its own.
+            if (thrown && thrown[NEVER_CONNECTED]) {
+              errors.set(action.probe, thrown.error);
+              return { type: 'failedBeforeSending', facts: state.describeError(thrown.error, false) };
+            }
+            const error = thrown;
             if (callerSignal && callerSignal.aborted && cancelled === undefined) cancelled = error;
             // An error our own abort caused (a timeout, the call over) is
             // not the API's: never thrown as the call's last error.
@@ -273,11 +279,79 @@ function resilientExec(kc, options) {
     runCall(
       state,
       { method: 'exec', namespace: text(namespace), name: text(podName) },
-      () => exec.exec(namespace, podName, containerName, command, ...rest),
+      async (_signal, _onCallerSignal, action) => {
+        // Each attempt on a connection of its own, watched: whether its TCP
+        // and TLS connection was made is a fact the core asks for.
+        const watched = watchedConnection(kc, action.connectTimeoutMs);
+        try {
+          return await new k8s.Exec(watched.kc).exec(namespace, podName, containerName, command, ...rest);
+        } catch (error) {
+          throw watched.neverConnected() ? { [NEVER_CONNECTED]: true, error } : error;
+        } finally {
+          watched.stop();
+        }
+      },
       noReadBack,
       closeSocket,
     );
   return replaceMethod(exec, 'exec', wrapped);
+}
+
+const NEVER_CONNECTED = Symbol('never connected');
+
+/**
+ * `kc` for one exec attempt whose connection is watched: client-node hands
+ * the `ws` client the options `applyToHTTPSOptions` fills in, with the agent
+ * that makes the socket; its `createConnection` is wrapped here, so whether
+ * the TCP (and TLS) connection was made can be told, and a connection not
+ * made within `connectTimeoutMs` is destroyed. `neverConnected()` is true
+ * only when a socket was made and never connected: nothing reached the
+ * apiserver. An agent that makes its sockets otherwise (a proxy's) is left
+ * alone, and then nothing is known.
+ */
+function watchedConnection(kc, connectTimeoutMs) {
+  let socket = null;
+  let connected = false;
+  let timer = null;
+  const stop = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+  };
+  const watch = (made, secure) => {
+    if (!made || typeof made.once !== 'function') return made;
+    socket = made;
+    made.once(secure ? 'secureConnect' : 'connect', () => {
+      connected = true;
+      stop();
+    });
+    if (typeof connectTimeoutMs === 'number') {
+      timer = setTimeout(() => {
+        timer = null;
+        if (connected) return;
+        const error = new Error(`the connection to the apiserver was not made within ${connectTimeoutMs} ms`);
+        error.code = 'ETIMEDOUT';
+        made.destroy(error);
+      }, connectTimeoutMs);
+    }
+    return made;
+  };
+  const watched = new Proxy(kc, {
+    get(target, prop) {
+      if (prop === 'applyToHTTPSOptions') {
+        return async (opts) => {
+          await target.applyToHTTPSOptions(opts);
+          const agent = opts.agent;
+          if (!agent || typeof agent.createConnection !== 'function' || socket) return;
+          const make = agent.createConnection.bind(agent);
+          const secure = agent instanceof require('node:https').Agent;
+          agent.createConnection = (options, callback) => watch(make(options, callback), secure);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { kc: watched, neverConnected: () => socket !== null && !connected, stop };
 }
 
 /** A `Log` for `kc` whose `log(...)` retries the request's set-up as `exec` does. */

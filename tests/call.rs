@@ -474,13 +474,23 @@ fn an_exec_set_up_whose_connection_was_never_made_is_retried_even_after_a_timeou
     let r = run(&mut c, &[never(), never(), OK]);
     assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
     assert_eq!(r.warnings.len(), 1);
-    // A host that aborts a hung set-up only at the set-up's own timeout
-    // (the call's end, a little early) reports it never written: no time
-    // is left to retry, and the call ends by its end.
+    // The machine gives the host a connect timeout (one request timeout)
+    // apart from the set-up's: a connection never made by then is aborted
+    // and reported never written, and sent again.
     let mut c = call(&s, on("exec", "Pod", "runner-1-workflow"));
-    let r = run(&mut c, &[Reply::HangConnecting, OK]);
-    assert_eq!(r.attempts(), 1);
-    assert!(r.done_at <= T0 + DEADLINE + TIMEOUT);
+    let r = run(&mut c, &[Reply::HangConnecting, Reply::HangConnecting, OK]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 3 });
+    assert!(
+        r.sent.iter().all(|s| s.connect_timeout_ms == Some(TIMEOUT)),
+        "{:?}",
+        r.sent
+    );
+    let mut c = call(&s, on("readNamespacedPod", "Pod", "p"));
+    let r = run(&mut c, &[OK]);
+    assert_eq!(
+        r.sent[0].connect_timeout_ms, None,
+        "only a connection has one"
+    );
     // A failure reported before sending proves nothing was sent, whatever
     // its codes say.
     let mut c = call(&s, on("exec", "Pod", "p"));

@@ -202,6 +202,7 @@ fn drive(w: &World) -> Trace {
                 request,
                 attempt,
                 timeout_ms,
+                connect_timeout_ms,
             } => {
                 assert!(!done, "a Send after Done: {trace:?}");
                 trace.sent.push((now, request, attempt));
@@ -210,7 +211,10 @@ fn drive(w: &World) -> Trace {
                 match reply {
                     Reply::Hang => {}
                     Reply::HangConnecting => {
-                        let at = now + timeout_ms.expect("a wrapped call has a timeout");
+                        let at = now
+                            + connect_timeout_ms
+                                .or(timeout_ms)
+                                .expect("a wrapped call has a timeout");
                         out.push((at, request, false, reply));
                     }
                     reply => out.push((now + latency, request, false, reply)),

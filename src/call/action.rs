@@ -21,6 +21,11 @@ pub enum CallAction {
         /// connection: abort the set-up, never an open stream); `None`
         /// for a call that passes through: no timeout of ours.
         timeout_ms: Option<u64>,
+        /// For a connection: if its TCP (and TLS) connection is not made
+        /// by then, abort it and report it with `on_failure_before_sending`
+        /// (nothing reached the apiserver, so it may be sent again). A host
+        /// that cannot see its connection ignores it.
+        connect_timeout_ms: Option<u64>,
     },
     /// Read the object the create was for (the client's `read` method of
     /// the same resource: `method`), abandon it after `timeout_ms`, and
@@ -118,6 +123,13 @@ pub enum CallResult {
     },
     /// It failed; what the host saw.
     Failed {
+        /// The error facts.
+        facts: ErrorFacts,
+    },
+    /// It failed before its connection was made (the host saw no TCP, or
+    /// no TLS, connection before the error or its connect timeout): nothing
+    /// reached the apiserver.
+    FailedBeforeSending {
         /// The error facts.
         facts: ErrorFacts,
     },

@@ -250,6 +250,8 @@ impl Call {
                     request: self.requests,
                     attempt: self.attempts,
                     timeout_ms,
+                    connect_timeout_ms: (self.operation == Operation::Connect)
+                        .then_some(self.request_timeout_ms),
                 }
             }
             State::ReadBackDue { at_ms, conflict } if at_ms <= now => {
@@ -300,6 +302,9 @@ impl Call {
             CallResult::Succeeded => self.on_success(request, now_ms),
             CallResult::ReadBack { body } => self.on_read_back(request, now_ms, &body),
             CallResult::Failed { facts } => self.on_failure(request, now_ms, facts),
+            CallResult::FailedBeforeSending { facts } => {
+                self.on_failure_before_sending(request, now_ms, facts)
+            }
         }
     }
 

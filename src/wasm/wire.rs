@@ -1089,6 +1089,10 @@ enum CallResultIn {
         #[serde(default)]
         facts: Option<ErrorFactsIn>,
     },
+    FailedBeforeSending {
+        #[serde(default)]
+        facts: Option<ErrorFactsIn>,
+    },
 }
 
 /// The facts of one step of a call: `(request, result)` pairs.
@@ -1110,6 +1114,9 @@ pub fn call_facts(v: &JsValue) -> Result<Vec<(u32, CallResult)>, Bad> {
             CallResultIn::Succeeded => CallResult::Succeeded,
             CallResultIn::ReadBack { body } => CallResult::ReadBack { body },
             CallResultIn::Failed { facts } => CallResult::Failed {
+                facts: facts.map(ErrorFacts::from).unwrap_or_default(),
+            },
+            CallResultIn::FailedBeforeSending { facts } => CallResult::FailedBeforeSending {
                 facts: facts.map(ErrorFacts::from).unwrap_or_default(),
             },
         };
@@ -1135,6 +1142,8 @@ pub struct CallActionOut<'a> {
     request: Option<CallRequestOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_ms: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connect_timeout_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     level: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1195,11 +1204,13 @@ impl<'a> From<&'a CallAction> for CallActionOut<'a> {
                 request,
                 attempt,
                 timeout_ms,
+                connect_timeout_ms,
             } => CallActionOut {
                 probe: Some(f64::from(*request)),
                 attempt: Some(f64::from(*attempt)),
                 request: Some(CallRequestOut::Call),
                 timeout_ms: Some(timeout_ms.map(|t| t as f64)),
+                connect_timeout_ms: connect_timeout_ms.map(|t| t as f64),
                 ..out("send")
             },
             CallAction::ReadBack {

@@ -26,7 +26,7 @@ pub enum Reply {
     /// Fail after `latency` ms before the request was written (the host
     /// saw the connection never made): `on_failure_before_sending`.
     FailBeforeSending { facts: ErrorFacts, latency: u64 },
-    /// The connection is never made: the host aborts it at its own
+    /// The connection is never made: the host aborts it at its connect
     /// timeout and reports that it was never written.
     HangConnecting,
     /// Never answer: the machine's timeout ends it (or, for a call that
@@ -42,6 +42,8 @@ pub struct Sent {
     /// `Some(attempt)` for a `Send`, `None` for a read-back.
     pub attempt: Option<u32>,
     pub timeout_ms: Option<u64>,
+    /// For a connection: the host's connect timeout.
+    pub connect_timeout_ms: Option<u64>,
     /// For a read-back: the method, name and namespace it reads.
     pub read_back: Option<(String, String, Option<String>)>,
 }
@@ -114,12 +116,14 @@ pub fn run_with(call: &mut Call, mut reply: impl FnMut(&Sent) -> Reply) -> Run {
                 request,
                 attempt,
                 timeout_ms,
+                connect_timeout_ms,
             } => {
                 let sent = Sent {
                     at: now,
                     request,
                     attempt: Some(attempt),
                     timeout_ms,
+                    connect_timeout_ms,
                     read_back: None,
                 };
                 in_flight = Some(start(&mut reply, &sent, now));
@@ -137,6 +141,7 @@ pub fn run_with(call: &mut Call, mut reply: impl FnMut(&Sent) -> Reply) -> Run {
                     request,
                     attempt: None,
                     timeout_ms: Some(timeout_ms),
+                    connect_timeout_ms: None,
                     read_back: Some((method, name, namespace)),
                 };
                 in_flight = Some(start(&mut reply, &sent, now));
@@ -190,7 +195,7 @@ fn start(
         | Reply::Body { latency, .. }
         | Reply::Fail { latency, .. }
         | Reply::FailBeforeSending { latency, .. } => Some(now + latency),
-        Reply::HangConnecting => sent.timeout_ms.map(|t| now + t),
+        Reply::HangConnecting => sent.connect_timeout_ms.or(sent.timeout_ms).map(|t| now + t),
         Reply::Hang => None,
     };
     (sent.request, r, at)

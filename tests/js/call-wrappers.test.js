@@ -94,3 +94,64 @@ test(`[${consumer.flavour}] isCallGaveUpError is false for a revoked Proxy, neve
   assert.equal(preflight.isCallGaveUpError(proxy), false);
   assert.equal(preflight.isCallGaveUpError(null), false);
 });
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of `target` (host, port): the first
+ * `silent` connections are accepted and never answered (no TLS handshake:
+ * a stale endpoint), the rest are piped through.
+ */
+async function silentFirst(target, silent) {
+  const net = require('node:net');
+  const held = new Set();
+  let seen = 0;
+  const proxy = net.createServer((client) => {
+    seen += 1;
+    held.add(client);
+    client.on('close', () => held.delete(client));
+    client.on('error', () => {});
+    if (seen <= silent) return;
+    const upstream = net.connect(target.port, target.host);
+    upstream.on('error', () => client.destroy());
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    port: proxy.address().port,
+    connections: () => seen,
+    close: () =>
+      new Promise((resolve) => {
+        for (const c of held) c.destroy();
+        proxy.close(resolve);
+      }),
+  };
+}
+
+test(`[${consumer.flavour}] an exec whose connection is never made (a stale endpoint that accepts and stays silent) is set up again, and its command runs once`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t, { podRunningAfterMs: 0 });
+  const seeded = server.seed('pods', 'ci', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: 'b' } }, spec: { containers: [{ name: 'job', image: 'x' }] } });
+  assert.equal(seeded.code, 201);
+  const cluster = kc.getCurrentCluster();
+  const target = new URL(cluster.server);
+  const proxy = await silentFirst({ host: target.hostname, port: Number(target.port) }, 1);
+  t.after(() => proxy.close());
+  // The same kubeconfig, through the proxy.
+  const viaProxy = new k8s.KubeConfig();
+  viaProxy.loadFromOptions({
+    clusters: [{ ...cluster, name: 'c', server: `https://127.0.0.1:${proxy.port}` }],
+    users: [{ ...kc.getCurrentUser(), name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ci' }],
+    currentContext: 'x',
+  });
+  const log = captureLogger();
+  const exec = preflight.resilientExec(viaProxy, { env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '8000' }), logger: log.logger });
+  const { Writable } = require('node:stream');
+  const sink = () => new Writable({ write: (_c, _e, done) => done() });
+  const status = await new Promise((resolve, reject) => {
+    exec.exec('ci', 'p', 'job', ['echo', 'once'], sink(), sink(), null, false, resolve).catch(reject);
+  });
+  assert.equal(status.status, 'Success', JSON.stringify(status));
+  assert.ok(proxy.connections() >= 2, `connections: ${proxy.connections()}`);
+  assert.equal(server.execs.length, 1, 'the command ran exactly once');
+  assert.equal(log.warnings.length, 1, JSON.stringify(log.warnings));
+  assert.match(log.warnings[0], /did not answer exec for "p"/);
+});
