@@ -179,6 +179,15 @@ function createObjectStore(settings) {
     };
   }
 
+  /** Gives a stored object a deletionTimestamp: being deleted, still there. */
+  function markTerminating(resource, namespace, name) {
+    const stored = objects[resource] && objects[resource].get(key(namespace, name));
+    if (!stored) return false;
+    stored.object.metadata.deletionTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    stored.object.metadata.deletionGracePeriodSeconds = 30;
+    return true;
+  }
+
   /** The stored objects of `resource` (names with their namespace, 'ns/name'), sorted. */
   function names(resource) {
     return [...objects[resource].keys()].sort();
@@ -193,7 +202,7 @@ function createObjectStore(settings) {
     return { phase: pod.status.phase, containers };
   }
 
-  return { create, get, list, remove, names, podForExec, log };
+  return { create, get, list, remove, names, podForExec, markTerminating, log };
 }
 
 module.exports = { createObjectStore, parseObjectPath, parseLabelSelector, KINDS };

@@ -39,6 +39,23 @@
  *   'chunked', or 'close' (neither: the body runs to the end of the
  *   connection); with `hang: true` the connection is left open and silent
  *   instead, as when a path drops without a reset.
+ * - `applyThenCut` is an answer lost after the apiserver did the work: the
+ *   request is handled as when healthy (authentication, RBAC, the store: a
+ *   create makes the object, a delete removes it), and then a 2xx answer is
+ *   cut as `cutBody` cuts it (same `framing` and `hang` options: the real
+ *   status line, half the real body); an error answer (401, 403, 404, 409,
+ *   ...) goes out whole. On the exec upgrade the command starts (it is
+ *   logged in `server.execs` with outcome 'answer-lost') and the socket is
+ *   destroyed before the 101 goes out. Armed with armTrigger for one request
+ *   ([{ phase: 'applyThenCut', ms: 0 }, { phase: 'healthy' }]) it is the
+ *   "create applied, answer lost" of a rotating endpoint.
+ * - A status fault phase (401, 403, 429, 500, 503) with `echoToken: true`
+ *   quotes the request's bearer token (without its scheme) in the Status
+ *   message, as a hostile or careless server might: for tests that no
+ *   credential reaches a log line.
+ * - `markTerminating(resource, namespace, name)` gives a stored object a
+ *   `deletionTimestamp` (a delete with a grace period that has not ended):
+ *   it is still there, read and listed, and a create of its name gets 409.
  * - `hang` keeps hung requests hung after the phase changes, until the client
  *   gives up, a later `refuse` phase, or close().
  * - `rulesReviewStatus` (an HTTP status 400..599, or null: off) makes healthy
@@ -111,6 +128,7 @@ const PHASES = Object.freeze([
   'malformed',
   'trickle',
   'cutBody',
+  'applyThenCut',
 ]);
 
 // How a `cutBody` answer frames its body: a Content-Length, chunked
@@ -670,18 +688,28 @@ async function startApiServer(options = {}) {
         entry.status = 'hang';
         return; // never answer; close(), refuse or the client ends it
       }
-      if (phase !== 'healthy' && phase !== 'trickle') {
-        answerFault(res, entry, phase, kind, req.method, urlPath);
+      if (phase !== 'healthy' && phase !== 'trickle' && phase !== 'applyThenCut') {
+        answerFault(req, res, entry, phase, kind, urlPath);
         return;
       }
-      const answer = () => answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, phase === 'trickle');
+      const shape = phase === 'healthy' ? null : phase === 'trickle' ? 'trickle' : 'cut';
+      const answer = () => answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, shape);
       if (config.latencyMs > 0) later(config.latencyMs, answer);
       else answer();
     });
   }
 
   // The HTTP status answer of a status fault phase: { code, object, headers }, or null for other phases.
-  function faultAnswer(phase, kind, method, urlPath) {
+  function faultAnswer(req, phase, kind, urlPath) {
+    const status = faultStatus(phase, kind, req.method, urlPath);
+    if (status && state.phaseOptions.echoToken) {
+      const token = String(req.headers.authorization || '').replace(/^\S+\s+/, '');
+      status.object.message += ` (the request's token ${token} was not accepted by this replica)`;
+    }
+    return status;
+  }
+
+  function faultStatus(phase, kind, method, urlPath) {
     const opts = state.phaseOptions;
     switch (phase) {
       case 'forbidden403':
@@ -718,8 +746,8 @@ async function startApiServer(options = {}) {
     }
   }
 
-  function answerFault(res, entry, phase, kind, method, urlPath) {
-    const status = faultAnswer(phase, kind, method, urlPath);
+  function answerFault(req, res, entry, phase, kind, urlPath) {
+    const status = faultAnswer(req, phase, kind, urlPath);
     if (status) return sendJson(res, entry, status.code, status.object, status.headers);
     switch (phase) {
       case 'malformed': {
@@ -732,13 +760,14 @@ async function startApiServer(options = {}) {
         return;
       }
       case 'cutBody':
-        return sendCut(res, entry, kind);
+        return sendCut(res, entry, 201, cutReview(kind));
       default:
         throw new Error(`no fault answer for phase ${phase}`);
     }
   }
 
-  function answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, trickle) {
+  // `shape`: null (a whole answer), 'trickle' or 'cut' (a 2xx answer cut, as `applyThenCut`).
+  function answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, shape) {
     if (res.destroyed) return;
     const auth = req.headers.authorization || '';
     if (auth !== `Bearer ${config.token}`) {
@@ -746,7 +775,7 @@ async function startApiServer(options = {}) {
     }
     if (kind === 'other') {
       const object = parseObjectPath(req.method, urlPath);
-      if (object) return answerObject(req, res, entry, object, tooLarge, trickle);
+      if (object) return answerObject(req, res, entry, object, tooLarge, shape);
       return sendJson(res, entry, 404, statusObject(404, 'NotFound', 'the server could not find the requested resource'));
     }
     if (req.method !== 'POST') {
@@ -832,8 +861,7 @@ async function startApiServer(options = {}) {
         status,
       };
     }
-    if (trickle) return sendTrickle(res, entry, 201, answer);
-    return sendJson(res, entry, 201, answer);
+    return sendShaped(res, entry, 201, answer, shape);
   }
 
   // RBAC for a pod or secret path: null when the Role grants it, else the 403 Status.
@@ -858,7 +886,7 @@ async function startApiServer(options = {}) {
   }
 
   // A healthy answer on a pod or secret path (apiserver-objects.js).
-  function answerObject(req, res, entry, object, tooLarge, trickle) {
+  function answerObject(req, res, entry, object, tooLarge, shape) {
     if (object.op === 'exec') {
       return sendJson(res, entry, 400, statusObject(400, 'BadRequest', 'Upgrade request required'));
     }
@@ -897,8 +925,13 @@ async function startApiServer(options = {}) {
       const [reason, message, details] = result.status;
       return sendJson(res, entry, result.code, statusObject(result.code, reason, message, details));
     }
-    if (trickle) return sendTrickle(res, entry, result.code, result.object);
-    return sendJson(res, entry, result.code, result.object);
+    return sendShaped(res, entry, result.code, result.object, shape);
+  }
+
+  function sendShaped(res, entry, code, object, shape) {
+    if (shape === 'trickle') return sendTrickle(res, entry, code, object);
+    if (shape === 'cut') return sendCut(res, entry, code, object);
+    return sendJson(res, entry, code, object);
   }
 
   // --- exec: the WebSocket upgrade ----------------------------------------
@@ -930,7 +963,7 @@ async function startApiServer(options = {}) {
       entry.status = 'hang'; // silent until close(), a refuse phase, or the client gives up
       return;
     }
-    const status = faultAnswer(phase, kind, req.method, urlPath);
+    const status = faultAnswer(req, phase, kind, urlPath);
     if (status) return rawAnswer(socket, entry, status.code, status.object, status.headers);
     if (phase === 'malformed') {
       const body = '{"kind":"Status","apiVersion":"v1","status":"Succ';
@@ -946,13 +979,14 @@ async function startApiServer(options = {}) {
       });
       return;
     }
-    const go = () => upgradeHealthy(req, socket, head, entry, search, urlPath);
+    const go = () => upgradeHealthy(req, socket, head, entry, search, urlPath, phase === 'applyThenCut');
     const waitMs = phase === 'trickle' ? (state.phaseOptions.trickleMs === undefined ? 200 : state.phaseOptions.trickleMs) : config.latencyMs;
     if (waitMs > 0) later(waitMs, go);
     else go();
   }
 
-  function upgradeHealthy(req, socket, head, entry, search, urlPath) {
+  // `lose`: the command starts and the 101 is never sent (applyThenCut).
+  function upgradeHealthy(req, socket, head, entry, search, urlPath, lose) {
     if (socket.destroyed) return;
     const auth = req.headers.authorization || '';
     if (auth !== `Bearer ${config.token}`) return rawAnswer(socket, entry, 401, statusObject(401, 'Unauthorized', 'Unauthorized'));
@@ -994,6 +1028,14 @@ async function startApiServer(options = {}) {
       exitCode: null,
       endedAtMs: null,
     };
+    if (lose) {
+      entry.status = 'cut';
+      exec.outcome = 'answer-lost';
+      exec.endedAtMs = Date.now();
+      execs.push(exec);
+      socket.destroy();
+      return;
+    }
     entry.status = 101;
     execHandler.upgrade(req, socket, head, exec, query, () => execs.push(exec));
   }
@@ -1025,24 +1067,24 @@ async function startApiServer(options = {}) {
   // headers and half the body go out on the raw socket (so the framing is
   // exactly what `framing` says), then the connection is destroyed, or with
   // `hang: true` left open and silent (a path that dropped without a reset).
-  function sendCut(res, entry, kind) {
+  function cutReview(kind) {
+    return {
+      kind: kind === 'ssrr' ? 'SelfSubjectRulesReview' : 'SelfSubjectAccessReview',
+      apiVersion: 'authorization.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      spec: { resourceAttributes: { namespace: config.namespace, verb: 'get', resource: 'pods' } },
+      status: { allowed: true, resourceRules: [], incomplete: false },
+    };
+  }
+
+  function sendCut(res, entry, code, object) {
     const socket = res.socket;
     if (!socket || socket.destroyed) return;
     const opts = state.phaseOptions;
     const framing = opts.framing || 'length';
-    const kindName = kind === 'ssrr' ? 'SelfSubjectRulesReview' : 'SelfSubjectAccessReview';
-    const body = Buffer.from(
-      JSON.stringify({
-        kind: kindName,
-        apiVersion: 'authorization.k8s.io/v1',
-        metadata: { creationTimestamp: null },
-        spec: { resourceAttributes: { namespace: config.namespace, verb: 'get', resource: 'pods' } },
-        status: { allowed: true, resourceRules: [], incomplete: false },
-      }),
-      'utf8',
-    );
+    const body = Buffer.from(JSON.stringify(object), 'utf8');
     const half = body.subarray(0, Math.floor(body.length / 2));
-    const head = ['HTTP/1.1 201 Created', 'Content-Type: application/json'];
+    const head = [`HTTP/1.1 ${code} ${http.STATUS_CODES[code] || 'Unknown'}`, 'Content-Type: application/json'];
     if (framing === 'length') head.push(`Content-Length: ${body.length}`);
     if (framing === 'chunked') head.push('Transfer-Encoding: chunked');
     if (framing === 'close') head.push('Connection: close');
@@ -1159,6 +1201,10 @@ async function startApiServer(options = {}) {
     /** Every create and delete that reached the store: { atMs, op, resource, namespace, name, code }. */
     get objectLog() {
       return store.log;
+    },
+    /** Marks a stored pod or secret terminating (a deletionTimestamp); false when there is none. */
+    markTerminating(resource, namespace, name) {
+      return store.markTerminating(resource, namespace, name);
     },
     /** The names ('namespace/name') of the pods or secrets that exist now, sorted. */
     objects(resource) {

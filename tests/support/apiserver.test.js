@@ -1096,6 +1096,46 @@ describe('pods and secrets through client-node CoreV1Api', { timeout: 30_000 }, 
     server.disarmTriggers();
     assert.equal(await never, false);
   });
+
+  it('applyThenCut: a create makes the pod and a delete removes it, each answer cut; errors go out whole', async () => {
+    // framing 'close': client-node 1.x waits forever on a body cut short of its Content-Length.
+    await server.setPhase('applyThenCut', { framing: 'close' });
+    try {
+      const created = await apiError(core.createNamespacedPod({ namespace: 'ci', body: podBody('p-lost') }));
+      assert.notEqual(created.code, 201, 'the cut answer parsed');
+      assert.equal(server.requests.at(-1).status, 'cut');
+      assert.ok(server.objects('pods').includes('ci/p-lost'), 'the create was not applied');
+      const conflict = await apiError(core.createNamespacedPod({ namespace: 'ci', body: podBody('p-lost') }));
+      assert.equal(conflict.code, 409, 'an error answer is not cut');
+      await apiError(core.deleteNamespacedPod({ namespace: 'ci', name: 'p-lost' }));
+      assert.equal(server.requests.at(-1).status, 'cut');
+      assert.ok(!server.objects('pods').includes('ci/p-lost'), 'the delete was not applied');
+    } finally {
+      await server.setPhase('healthy');
+    }
+    const log = server.objectLog.filter((e) => e.name === 'p-lost').map((e) => `${e.op} ${e.code}`);
+    assert.deepEqual(log, ['create 201', 'create 409', 'delete 200']);
+  });
+
+  it('markTerminating: the pod stays, read with a deletionTimestamp; a create of its name is 409', async () => {
+    await core.createNamespacedPod({ namespace: 'ci', body: podBody('p-terminating') });
+    assert.equal(server.markTerminating('pods', 'ci', 'p-terminating'), true);
+    assert.equal(server.markTerminating('pods', 'ci', 'p-none'), false);
+    const read = await core.readNamespacedPod({ namespace: 'ci', name: 'p-terminating' });
+    assert.ok(read.metadata.deletionTimestamp, 'no deletionTimestamp');
+    assert.equal((await apiError(core.createNamespacedPod({ namespace: 'ci', body: podBody('p-terminating') }))).code, 409);
+  });
+
+  it('echoToken: a status fault quotes the bearer token in its message', async () => {
+    await server.setPhase('unavailable503', { echoToken: true });
+    try {
+      const e = await apiError(core.readNamespacedPod({ namespace: 'ci', name: 'p-a' }));
+      assert.equal(e.code, 503);
+      assert.match(JSON.parse(e.body).message, /token test-token was not accepted/);
+    } finally {
+      await server.setPhase('healthy');
+    }
+  });
 });
 
 describe('exec over WebSocket through client-node Exec', { timeout: 30_000 }, () => {
@@ -1260,6 +1300,23 @@ describe('exec over WebSocket through client-node Exec', { timeout: 30_000 }, ()
       await server.setPhase('healthy');
       server.configure({ execResults: [] });
     }
+  });
+
+  it('applyThenCut on the upgrade: the command starts (logged, answer-lost) and the socket is destroyed before the 101', async () => {
+    const before = server.execs.length;
+    await server.setPhase('applyThenCut');
+    try {
+      const e = await runExec(kc, 'job-pod', ['sh', '-c', 'echo lost']).then(
+        () => assert.fail('the exec got its 101'),
+        (err) => err,
+      );
+      assert.match(String(e.message || (e.error && e.error.message) || e), /socket hang up|ECONNRESET/);
+    } finally {
+      await server.setPhase('healthy');
+    }
+    assert.equal(server.execs.length, before + 1);
+    assert.equal(server.execs.at(-1).outcome, 'answer-lost');
+    assert.deepEqual(server.execs.at(-1).command, ['sh', '-c', 'echo lost']);
   });
 
   it('an exec trigger: the stall starts at the upgrade, which is refused', async () => {
