@@ -554,10 +554,11 @@ test(`${F} messages: an exec upgrade refused with a token-quoting 401 logs no to
 
 test(`${F} exec: a stream that opens after its set-up timed out is closed, not leaked`, { timeout: 30_000 }, async (t) => {
   const { server, kc } = await withRunningPod(t, { execResults: [{ contains: 'marker-late', delayMs: 20_000 }] });
-  const { events, options } = callOptions(callEnv({ REQUEST_TIMEOUT_MS: 1000 }));
+  // A set-up is awaited until the call's end (its deadline plus one request
+  // timeout, here about 2 s); the upgrade is answered 101 only after 4 s.
+  const { events, options } = callOptions(callEnv({ REQUEST_TIMEOUT_MS: 1000, CALL_DEADLINE_MS: 1000 }));
   const exec = preflight.resilientExec(kc, options);
-  // The upgrade is answered 101 only after 2 s, past the set-up timeout.
-  server.armTrigger({ route: 'exec pods' }, [{ phase: 'trickle', trickleMs: 2000, ms: 0 }, { phase: 'healthy' }]);
+  server.armTrigger({ route: 'exec pods' }, [{ phase: 'trickle', trickleMs: 4000, ms: 0 }, { phase: 'healthy' }]);
   const e = await rejection(startExec(exec, 'job-pod', ['sh', '-c', 'echo marker-late']));
   assert.ok(preflight.isCallGaveUpError(e), String(e && e.stack));
   // The command starts when the late 101 goes out; the wrapper must close that stream.
