@@ -168,7 +168,7 @@ async function main() {
   const lines = [
     '# Whole jobs through a refused stall: the hooks\' clients plain, behind the pending retry proxy, and this package\'s',
     '',
-    `Command: \`node bench/job.js ${argv.join(' ')}\`.`,
+    `Command: \`node bench/job.js ${argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}\`.`,
     `Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; Node ${process.version}, @kubernetes/client-node ${installed.clientVersion}; ${os.cpus().length} cores shared with other builds; up to ${o.concurrency} jobs at a time; the run took ${((Date.now() - wallStart) / 1000).toFixed(0)} s.`,
     '',
     'A job is prepare_job, 3 run_script_step and cleanup_job, each a fresh process of the ncc bundle of',
