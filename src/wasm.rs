@@ -288,11 +288,9 @@ impl WasmCall {
         loop {
             let action = self.call.poll(now);
             actions.push(&write(&wire::CallActionOut::from(&action)));
-            if let CallAction::Done { outcome } = &action {
+            if matches!(action, CallAction::Done { .. }) {
                 if let Some(outage) = self.outage.take() {
-                    outage
-                        .borrow_mut()
-                        .learn(outcome, self.call.is_wrapped(), now);
+                    outage.borrow_mut().learn(&self.call, now);
                 }
                 return Ok(actions);
             }

@@ -696,7 +696,7 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
     let mut first = outage.start(&s, on("readNamespacedPod", "Pod", "p"), T0);
     let r = run(&mut first, &[code("ECONNREFUSED")]);
     assert!(r.attempts() > 5, "the first call retries for its deadline");
-    outage.learn(&r.outcome, first.is_wrapped(), r.done_at);
+    outage.learn(&first, r.done_at);
 
     // The next call, moments later: one attempt, no "retrying" warning.
     let mut next = outage.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
@@ -742,20 +742,16 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
         message.contains("another call of this step gave up on the Kubernetes API 1.0 s ago"),
         "{message}"
     );
-    outage.learn(
-        &CallOutcome::GiveUp {
-            message: message.clone(),
-            last_request: Some(1),
-        },
-        true,
-        now,
-    );
+    // A call that fails in a known outage extends it.
+    assert!(next.gave_up_on_the_api());
+    outage.learn(&next, now);
+    assert_eq!(outage.known(s.call_deadline, now), Some(0));
 
     // The API answers a call: the outage is over, the next call has its deadline.
     let mut answered = outage.start(&s, on("listNamespacedPod", "Pod", "p"), now + 1_000);
     let r = run(&mut answered, &[OK]);
     assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
-    outage.learn(&r.outcome, true, r.done_at);
+    outage.learn(&answered, r.done_at);
     let mut later = outage.start(&s, on("readNamespacedPod", "Pod", "p"), r.done_at + 1);
     let r = run(
         &mut later,
@@ -764,15 +760,7 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
     assert_eq!(r.attempts(), 3);
 
     // And a deadline's quiet ends it too.
-    let mut quiet = Outage::new();
-    quiet.learn(
-        &CallOutcome::GiveUp {
-            message: String::new(),
-            last_request: None,
-        },
-        true,
-        T0,
-    );
+    let quiet = Outage::gave_up_at(T0);
     let mut c = quiet.start(&s, on("readNamespacedPod", "Pod", "p"), T0 + DEADLINE);
     let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
     assert_eq!(r.attempts(), 2);
@@ -796,4 +784,38 @@ fn the_deadline_bounds_a_call_not_the_checks_attempt_limit() {
         r.done_at - T0
     );
     assert!(r.sent.iter().all(|s| s.at < T0 + DEADLINE));
+}
+
+/// The whole-job bench, a 60 s stall at the first exec: the exec set-up was
+/// cut after its request went out (it may have started), so it gave up at
+/// once, and the known outage then made each of the hooks' 30 copy tries
+/// try once: the job failed. A give-up for a reason of the call's own says
+/// nothing about the API.
+#[test]
+fn a_give_up_for_a_reason_of_the_calls_own_is_no_outage() {
+    use k8s_auth_preflight::call::Outage;
+    let s = settings();
+    let mut outage = Outage::new();
+    let mut exec = outage.start(&s, on("exec", "Pod", "p"), T0);
+    let r = run(&mut exec, &[code("ECONNRESET")]);
+    assert_eq!(r.attempts(), 1);
+    gave_up(&r);
+    assert!(!exec.gave_up_on_the_api());
+    outage.learn(&exec, r.done_at);
+    assert_eq!(outage.known(s.call_deadline, r.done_at), None);
+    // The next exec retries through the stall as usual.
+    let mut next = outage.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
+    let r = run(&mut next, &[code("ECONNREFUSED"), code("ECONNREFUSED"), OK]);
+    assert_eq!(r.attempts(), 3);
+    // A passed-through call, and a call not over, teach nothing either.
+    let mut off = s.clone();
+    off.resilient_calls = false;
+    let mut gone = Outage::gave_up_at(T0);
+    let mut pass = Call::new(&off, on("readNamespacedPod", "Pod", "p"), T0);
+    let _ = run(&mut pass, &[OK]);
+    gone.learn(&pass, T0 + 1);
+    assert_eq!(gone.known(s.call_deadline, T0 + 1), Some(1));
+    let pending = Call::new(&s, on("readNamespacedPod", "Pod", "p"), T0);
+    gone.learn(&pending, T0 + 2);
+    assert_eq!(gone.known(s.call_deadline, T0 + 2), Some(2));
 }

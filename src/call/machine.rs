@@ -57,6 +57,10 @@ pub struct Call {
     /// A call of this process gave up this long ago (ms) with none
     /// answered since ([`super::Outage`]): one attempt, no retry.
     known_outage_ms: Option<u64>,
+    /// The call gave up on the API: out of time or attempts, or a failure
+    /// it would have retried in a known outage (not a failure that may
+    /// not be retried, such as a set-up that may have started).
+    gave_up_on_the_api: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +144,15 @@ impl Call {
             last_reported: None,
             pending,
             known_outage_ms: None,
+            gave_up_on_the_api: false,
         }
+    }
+
+    /// Whether the call ended by giving up on the API: out of time or
+    /// attempts while the API kept failing, or a failure it would have
+    /// retried but for a known outage. What [`super::Outage`] learns from.
+    pub fn gave_up_on_the_api(&self) -> bool {
+        self.gave_up_on_the_api
     }
 
     /// This call starting `ago_ms` after another call of the process gave
@@ -489,6 +501,7 @@ impl Call {
             );
             let note = messages::known_outage(ago);
             self.give_up(now, Some(&note));
+            self.gave_up_on_the_api = true;
             return;
         }
         match decision {
@@ -591,6 +604,9 @@ impl Call {
     }
 
     fn give_up(&mut self, now: u64, note: Option<&str>) {
+        // Stopped early for a reason of its own (`note`): not the API's
+        // failing for a whole deadline.
+        self.gave_up_on_the_api = note.is_none();
         let last = self.last_error.as_deref().unwrap_or("none");
         let message =
             messages::gave_up(&self.what, now - self.started_ms, self.attempts, last, note);

@@ -50,19 +50,30 @@ impl Outage {
         }
     }
 
-    /// Learns from how a call ended at `now_ms`: a give-up starts (or
-    /// extends) the outage; any answer ends it. A call that passed
-    /// through (`wrapped` false) says nothing.
-    pub fn learn(&mut self, outcome: &CallOutcome, wrapped: bool, now_ms: u64) {
-        if !wrapped {
+    /// Learns from how `call` ended, at `now_ms`: giving up on the API
+    /// (out of time while it kept failing, or a failure in a known outage)
+    /// starts or extends the outage; any answer ends it. A give-up for a
+    /// reason of the call's own (a set-up that may have started, a create
+    /// that may have been made) says nothing of the API, nor does a call
+    /// that passed through, or one not over.
+    pub fn learn(&mut self, call: &Call, now_ms: u64) {
+        if !call.is_wrapped() {
             return;
         }
-        self.gave_up_at_ms = match outcome {
-            CallOutcome::GiveUp { .. } => Some(now_ms),
-            CallOutcome::Return { .. }
-            | CallOutcome::Deleted { .. }
-            | CallOutcome::Throw { .. } => None,
-        };
+        match call.outcome() {
+            Some(CallOutcome::GiveUp { .. }) if call.gave_up_on_the_api() => {
+                self.gave_up_at_ms = Some(now_ms)
+            }
+            Some(CallOutcome::GiveUp { .. }) | None => {}
+            Some(_) => self.gave_up_at_ms = None,
+        }
+    }
+
+    /// An outage known to have started at `at_ms` (a call gave up then).
+    pub fn gave_up_at(at_ms: u64) -> Outage {
+        Outage {
+            gave_up_at_ms: Some(at_ms),
+        }
     }
 }
 
@@ -72,32 +83,13 @@ mod tests {
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
-    const GIVE_UP: CallOutcome = CallOutcome::GiveUp {
-        message: String::new(),
-        last_request: None,
-    };
-
     #[test]
-    fn a_give_up_is_known_for_one_deadline_and_an_answer_ends_it() {
+    fn a_give_up_is_known_for_one_deadline() {
         let deadline = Duration::from_secs(90);
-        let mut o = Outage::new();
-        assert_eq!(o.known(deadline, 1_000), None);
-        o.learn(&GIVE_UP, true, 1_000);
+        assert_eq!(Outage::new().known(deadline, 1_000), None);
+        let o = Outage::gave_up_at(1_000);
         assert_eq!(o.known(deadline, 1_000), Some(0));
         assert_eq!(o.known(deadline, 90_999), Some(89_999));
         assert_eq!(o.known(deadline, 91_000), None);
-        o.learn(&GIVE_UP, true, 50_000);
-        assert_eq!(o.known(deadline, 91_000), Some(41_000));
-        o.learn(&CallOutcome::Throw { request: 1 }, true, 60_000);
-        assert_eq!(o.known(deadline, 60_000), None);
-        o.learn(&GIVE_UP, true, 70_000);
-        o.learn(&CallOutcome::Return { request: 1 }, false, 71_000);
-        assert_eq!(
-            o.known(deadline, 71_000),
-            Some(1_000),
-            "a pass-through says nothing"
-        );
-        o.learn(&CallOutcome::Deleted { request: 2 }, true, 72_000);
-        assert_eq!(o.known(deadline, 72_000), None);
     }
 }
