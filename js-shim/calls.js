@@ -6,32 +6,21 @@
 // for and reports how each ended; what is retried, when, and how a call
 // ends is the machine's.
 
-const fs = require('node:fs');
-
 const core = require('../pkg/k8s_auth_preflight.js');
 const { execute } = require('./execute');
 const { completeLogger } = require('./log');
 const { errorDescriber } = require('./facts');
 const { CallGaveUpError } = require('./errors');
-const { steadyClock, environment, withAbortSignal, capturingBody } = require('./host');
+const { steadyClock, environment, withAbortSignal, capturingBody, readCredential } = require('./host');
 
 /**
- * Error facts with the kubeconfig's bearer token hidden (read once, when the
- * wrapper is made: an inline token, or the token file), and whatever follows
- * `Bearer ` or `Basic ` scrubbed.
+ * Error facts with the kubeconfig's credential hidden (read once, when the
+ * wrapper is made, as the check reads it, without its warnings), and
+ * whatever follows `Bearer ` or `Basic ` scrubbed.
  */
 function describerFor(kc) {
-  let token = null;
-  try {
-    const user = kc && typeof kc.getCurrentUser === 'function' ? kc.getCurrentUser() : null;
-    const config = (user && user.authProvider && user.authProvider.config) || {};
-    const tokenFile = config.tokenFile || config['token-file'];
-    if (user && typeof user.token === 'string' && user.token) token = user.token;
-    else if (typeof tokenFile === 'string' && tokenFile) token = fs.readFileSync(tokenFile, 'utf8');
-  } catch {
-    token = null; // nothing to hide that can be read
-  }
-  return errorDescriber(token, null);
+  const silent = { warning() {} };
+  return errorDescriber(readCredential(kc, silent), null);
 }
 
 // One core policy per settings environment (process.env, or a host's env
@@ -241,17 +230,8 @@ function resilientKubeConfig(kc, options) {
     throw new TypeError('resilientKubeConfig(kc): kc must be a loaded KubeConfig');
   }
   const state = callPolicy(kc, options);
-  const makeApiClient = (apiClass) => wrapApi(kc.makeApiClient(apiClass), state);
-  return new Proxy(kc, {
-    get(target, prop) {
-      if (prop === 'makeApiClient') return makeApiClient;
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  return replaceMethod(kc, 'makeApiClient', (apiClass) => wrapApi(kc.makeApiClient(apiClass), state));
 }
-
-// ---- Exec and Log ----------------------------------------------------------
 
 /** `helper` with `method` replaced by `wrapped`; everything else its own. */
 function replaceMethod(helper, method, wrapped) {
@@ -263,6 +243,8 @@ function replaceMethod(helper, method, wrapped) {
     },
   });
 }
+
+// ---- Exec and Log ----------------------------------------------------------
 
 const noReadBack = () => Promise.reject(new Error('a connection has nothing to read back'));
 
@@ -335,21 +317,13 @@ function watchedConnection(kc, connectTimeoutMs) {
     }
     return made;
   };
-  const watched = new Proxy(kc, {
-    get(target, prop) {
-      if (prop === 'applyToHTTPSOptions') {
-        return async (opts) => {
-          await target.applyToHTTPSOptions(opts);
-          const agent = opts.agent;
-          if (!agent || typeof agent.createConnection !== 'function' || socket) return;
-          const make = agent.createConnection.bind(agent);
-          const secure = agent instanceof require('node:https').Agent;
-          agent.createConnection = (options, callback) => watch(make(options, callback), secure);
-        };
-      }
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const watched = replaceMethod(kc, 'applyToHTTPSOptions', async (opts) => {
+    await kc.applyToHTTPSOptions(opts);
+    const agent = opts.agent;
+    if (!agent || typeof agent.createConnection !== 'function' || socket) return;
+    const make = agent.createConnection.bind(agent);
+    const secure = agent instanceof require('node:https').Agent;
+    agent.createConnection = (options, callback) => watch(make(options, callback), secure);
   });
   return { kc: watched, neverConnected: () => socket !== null && !connected, stop };
 }

@@ -1,7 +1,12 @@
 'use strict';
 // What the check and the call wrappers share of the host: its clock, its
-// settings environment, and the call options that make a client-node call
-// abortable and keep the raw body of its answer.
+// settings environment, the call options that make a client-node call
+// abortable and keep the raw body of its answer, and the kubeconfig's
+// credential.
+
+const fs = require('node:fs');
+
+const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
 
 /**
  * A clock that reads `wall` once and then runs on the monotonic clock: a wall
@@ -77,4 +82,41 @@ function capturingBody(signal) {
   return { options, body: () => text };
 }
 
-module.exports = { steadyClock, environment, withAbortSignal, capturingBody };
+/**
+ * The key material of the kubeconfig's current user: an inline token, the
+ * token file that in-cluster config points to (read on every check, so a
+ * rotated token is seen), else the client key. Null when there is none.
+ */
+function readCredential(kubeConfig, logger) {
+  if (!kubeConfig || typeof kubeConfig.getCurrentUser !== 'function') return null;
+  let user;
+  try {
+    user = kubeConfig.getCurrentUser();
+  } catch {
+    return null;
+  }
+  if (!user) return null;
+  if (typeof user.token === 'string' && user.token) return user.token;
+  const config = (user.authProvider && user.authProvider.config) || {};
+  const tokenFile = config.tokenFile || config['token-file'];
+  if (tokenFile) return readSmallFile(tokenFile, 'service-account token', logger);
+  if (typeof user.keyData === 'string' && user.keyData) return Buffer.from(user.keyData, 'base64');
+  if (typeof user.keyFile === 'string' && user.keyFile) return readSmallFile(user.keyFile, 'client key', logger);
+  return null;
+}
+
+function readSmallFile(file, what, logger) {
+  try {
+    const stat = fs.statSync(file);
+    if (!stat.isFile() || stat.size > CREDENTIAL_FILE_LIMIT) {
+      logger.warning(`the ${what} at ${file} is not a small regular file; the verdict will not be cached`);
+      return null;
+    }
+    return fs.readFileSync(file);
+  } catch (e) {
+    logger.warning(`cannot read the ${what} at ${file} (${e.code || e.message}); the verdict will not be cached`);
+    return null;
+  }
+}
+
+module.exports = { steadyClock, environment, withAbortSignal, capturingBody, readCredential };

@@ -6,7 +6,6 @@
 // (file-actions.js, the HTTP calls through the host's
 // @kubernetes/client-node) and reports plain facts.
 
-const fs = require('node:fs');
 const os = require('node:os');
 
 const core = require('../pkg/k8s_auth_preflight.js');
@@ -14,7 +13,7 @@ const { execute } = require('./execute');
 const { performFileAction } = require('./file-actions');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
-const { steadyClock, environment, withAbortSignal, capturingBody } = require('./host');
+const { steadyClock, environment, withAbortSignal, capturingBody, readCredential } = require('./host');
 const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall } = require('./calls');
 const {
   PreflightInconclusiveError,
@@ -29,8 +28,6 @@ const {
 const defaultRequiredPermissions = Object.freeze(
   core.runnerHooksPermissions().map((row) => Object.freeze({ ...row, verbs: Object.freeze(row.verbs) })),
 );
-
-const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
 
 function createAuthPreflight(options) {
   if (!options || typeof options !== 'object') {
@@ -149,43 +146,6 @@ function credentialSource(kubeConfig) {
   const config = (user.authProvider && user.authProvider.config) || {};
   const tokenFile = config.tokenFile || config['token-file'];
   return typeof tokenFile === 'string' && tokenFile ? `the token file ${tokenFile}` : null;
-}
-
-/**
- * The key material of the kubeconfig's current user: an inline token, the
- * token file that in-cluster config points to (read on every check, so a
- * rotated token is seen), else the client key. Null when there is none.
- */
-function readCredential(kubeConfig, logger) {
-  if (!kubeConfig || typeof kubeConfig.getCurrentUser !== 'function') return null;
-  let user;
-  try {
-    user = kubeConfig.getCurrentUser();
-  } catch {
-    return null;
-  }
-  if (!user) return null;
-  if (typeof user.token === 'string' && user.token) return user.token;
-  const config = (user.authProvider && user.authProvider.config) || {};
-  const tokenFile = config.tokenFile || config['token-file'];
-  if (tokenFile) return readSmallFile(tokenFile, 'service-account token', logger);
-  if (typeof user.keyData === 'string' && user.keyData) return Buffer.from(user.keyData, 'base64');
-  if (typeof user.keyFile === 'string' && user.keyFile) return readSmallFile(user.keyFile, 'client key', logger);
-  return null;
-}
-
-function readSmallFile(file, what, logger) {
-  try {
-    const stat = fs.statSync(file);
-    if (!stat.isFile() || stat.size > CREDENTIAL_FILE_LIMIT) {
-      logger.warning(`the ${what} at ${file} is not a small regular file; the verdict will not be cached`);
-      return null;
-    }
-    return fs.readFileSync(file);
-  } catch (e) {
-    logger.warning(`cannot read the ${what} at ${file} (${e.code || e.message}); the verdict will not be cached`);
-    return null;
-  }
 }
 
 let wired = null;

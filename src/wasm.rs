@@ -204,7 +204,11 @@ impl WasmCheck {
         for fact in read(facts, "facts", wire::facts)? {
             self.check.on_fact(now, fact).map_err(fact_error)?;
         }
-        Ok(steps(|| self.check.poll(now)))
+        Ok(steps(
+            || self.check.poll(now),
+            |a| write(&wire::CheckActionOut::from(a)),
+            |a| matches!(a, CheckAction::Wait { .. } | CheckAction::Done { .. }),
+        ))
     }
 }
 
@@ -284,30 +288,32 @@ impl WasmCall {
                 .on_result(request, now, result)
                 .map_err(|e| error("PREFLIGHT_BAD_RESULT", &e.to_string()))?;
         }
-        let actions = js_sys::Array::new();
-        loop {
-            let action = self.call.poll(now);
-            actions.push(&write(&wire::CallActionOut::from(&action)));
-            if matches!(action, CallAction::Done { .. }) {
-                if let Some(outage) = self.outage.take() {
-                    outage.borrow_mut().learn(&self.call, now);
-                }
-                return Ok(actions);
-            }
-            if matches!(action, CallAction::Wait { .. }) {
-                return Ok(actions);
+        let actions = steps(
+            || self.call.poll(now),
+            |a| write(&wire::CallActionOut::from(a)),
+            |a| matches!(a, CallAction::Wait { .. } | CallAction::Done { .. }),
+        );
+        if self.call.outcome().is_some() {
+            if let Some(outage) = self.outage.take() {
+                outage.borrow_mut().learn(&self.call, now);
             }
         }
+        Ok(actions)
     }
 }
 
-/// Polls until `wait` or `done`, which ends the list.
-fn steps(mut poll: impl FnMut() -> CheckAction) -> js_sys::Array {
+/// Polls until an action `ends` the list (`wait` or `done`), each written
+/// with `out`.
+fn steps<A>(
+    mut poll: impl FnMut() -> A,
+    out: impl Fn(&A) -> JsValue,
+    ends: impl Fn(&A) -> bool,
+) -> js_sys::Array {
     let actions = js_sys::Array::new();
     loop {
         let action = poll();
-        actions.push(&write(&wire::CheckActionOut::from(&action)));
-        if matches!(action, CheckAction::Wait { .. } | CheckAction::Done { .. }) {
+        actions.push(&out(&action));
+        if ends(&action) {
             return actions;
         }
     }
