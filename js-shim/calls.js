@@ -39,11 +39,35 @@ function corePolicy(env, logger) {
   return policy;
 }
 
+// One steady clock for every call of the process: what the policy
+// remembers of one call is compared with another's times, and a wall
+// clock that steps between them must not move either.
+let processClock = null;
+
 /** The policy of one set of options, where its lines go, and what its errors hide. */
 function callPolicy(kc, options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
   const logger = completeLogger(options.logger);
-  return { policy: corePolicy(environment(options), logger), logger, options, describeError: describerFor(kc) };
+  if (!options.now && processClock === null) processClock = steadyClock(Date.now);
+  const clock = options.now ? steadyClock(options.now) : processClock;
+  return {
+    policy: corePolicy(environment(options), logger),
+    logger,
+    options,
+    clock,
+    cluster: clusterOf(kc),
+    describeError: describerFor(kc),
+  };
+}
+
+/** The server URL of `kc`'s current cluster, or undefined. */
+function clusterOf(kc) {
+  try {
+    const cluster = kc && typeof kc.getCurrentCluster === 'function' ? kc.getCurrentCluster() : null;
+    return cluster && typeof cluster.server === 'string' ? cluster.server : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -55,8 +79,8 @@ function callPolicy(kc, options = {}) {
  * a CallGaveUpError (retryK8sApiCall's contract).
  */
 async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = false) {
-  const clock = steadyClock(state.options.now || Date.now);
-  const machine = state.policy.call(spec, clock());
+  const clock = state.clock;
+  const machine = state.policy.call(state.cluster === undefined ? spec : { ...spec, cluster: state.cluster }, clock());
   const values = new Map();
   const errors = new Map();
   // The caller's own abort signal (set by its call options' middleware):
@@ -119,7 +143,9 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
     default: {
       const last = outcome.lastRequest === null ? undefined : errors.get(outcome.lastRequest);
       if (rethrowLast && last !== undefined) throw last;
-      throw new CallGaveUpError(outcome.message, last);
+      // The raw error may carry the request (its headers, the token);
+      // the give-up keeps only what its facts say, the credential hidden.
+      throw new CallGaveUpError(outcome.message, last === undefined ? undefined : redactedCopy(state.describeError(last, false)));
     }
   }
 }
@@ -147,6 +173,18 @@ function settleOrAbort(promise, signal, onLate) {
       },
     );
   });
+}
+
+/** An Error holding only `facts`' name, codes, status and message. */
+function redactedCopy(facts) {
+  const copy = new Error(facts.message || 'the call failed');
+  if (facts.name) copy.name = facts.name;
+  if (facts.status !== null) copy.code = facts.status;
+  else if (facts.codes.length > 0) copy.code = facts.codes[0];
+  if (facts.codes.length > 0) copy.codes = facts.codes.slice();
+  // Its stack would only point into this file.
+  copy.stack = `${copy.name}: ${copy.message}`;
+  return copy;
 }
 
 function abortError() {
@@ -284,12 +322,16 @@ const NEVER_CONNECTED = Symbol('never connected');
 /**
  * `kc` for one exec attempt whose connection is watched: client-node hands
  * the `ws` client the options `applyToHTTPSOptions` fills in, with the agent
- * that makes the socket; its `createConnection` is wrapped here, so whether
- * the TCP (and TLS) connection was made can be told, and a connection not
- * made within `connectTimeoutMs` is destroyed. `neverConnected()` is true
- * only when a socket was made and never connected: nothing reached the
- * apiserver. An agent that makes its sockets otherwise (a proxy's) is left
- * alone, and then nothing is known.
+ * that makes the socket. When that agent is Node's own `https.Agent` (a
+ * direct connection), the attempt gets an agent of its own with the same
+ * options, whose `createConnection` is watched, so whether the TLS
+ * connection that would carry the set-up was made can be told, and one not
+ * made within `connectTimeoutMs` is destroyed. The host's agent is never
+ * touched, and concurrent attempts never see each other's sockets.
+ * `neverConnected()` is true only when that socket was made and its TLS
+ * handshake never completed: nothing reached the apiserver. Any other
+ * agent (a proxy's: its socket tells nothing of the apiserver) is used as
+ * it is, and then nothing is known.
  */
 function watchedConnection(kc, connectTimeoutMs) {
   let socket = null;
@@ -299,10 +341,10 @@ function watchedConnection(kc, connectTimeoutMs) {
     if (timer) clearTimeout(timer);
     timer = null;
   };
-  const watch = (made, secure) => {
+  const watch = (made) => {
     if (!made || typeof made.once !== 'function') return made;
     socket = made;
-    made.once(secure ? 'secureConnect' : 'connect', () => {
+    made.once('secureConnect', () => {
       connected = true;
       stop();
     });
@@ -319,11 +361,13 @@ function watchedConnection(kc, connectTimeoutMs) {
   };
   const watched = replaceMethod(kc, 'applyToHTTPSOptions', async (opts) => {
     await kc.applyToHTTPSOptions(opts);
+    const https = require('node:https');
     const agent = opts.agent;
-    if (!agent || typeof agent.createConnection !== 'function' || socket) return;
-    const make = agent.createConnection.bind(agent);
-    const secure = agent instanceof require('node:https').Agent;
-    agent.createConnection = (options, callback) => watch(make(options, callback), secure);
+    if (!agent || Object.getPrototypeOf(agent) !== https.Agent.prototype || socket) return;
+    const own = new https.Agent(agent.options);
+    const make = own.createConnection.bind(own);
+    own.createConnection = (options, callback) => watch(make(options, callback));
+    opts.agent = own;
   });
   return { kc: watched, neverConnected: () => socket !== null && !connected, stop };
 }

@@ -15,6 +15,8 @@
 
 const MAX_DEPTH = 8;
 const MAX_MESSAGE = 500;
+// An apiserver's Status body is a few hundred bytes; longer is clipped.
+const MAX_BODY = 16 * 1024;
 // Any piece of the credential this long or longer is hidden from messages.
 const MIN_SECRET_PIECE = 8;
 // Pieces are indexed for credentials up to this length (a token is 1-2 KB);
@@ -98,6 +100,7 @@ function errorFacts(error, { timedOut = false, redact: redactCredential = (text)
   const messages = [];
   let status = null;
   let retryAfter = null;
+  let body = null;
   const seen = new Set();
 
   const visit = (e, depth) => {
@@ -114,6 +117,8 @@ function errorFacts(error, { timedOut = false, redact: redactCredential = (text)
     const statusCode = safeGet(e, 'statusCode');
     if (status === null && isHttpStatus(statusCode)) status = statusCode;
     if (retryAfter === null) retryAfter = header(safeGet(e, 'headers'), 'retry-after');
+    // An HTTP error's body (client-node's ApiException keeps it as text).
+    if (body === null) body = bodyText(safeGet(e, 'body'));
     const raw = safeGet(e, 'message');
     const message = typeof raw === 'string' ? redact(raw) : raw;
     if (typeof message === 'string' && message && !messages.includes(message)) messages.push(message);
@@ -141,7 +146,20 @@ function errorFacts(error, { timedOut = false, redact: redactCredential = (text)
     name: typeof name === 'string' ? redact(name) : null,
     message: messages.join(': ').slice(0, MAX_MESSAGE),
     ...(typeof credentialSource === 'string' ? { credentialSource } : {}),
+    ...(body === null ? {} : { body: redact(body.slice(0, MAX_BODY)) }),
   };
+}
+
+/** A response body as text, or null: a string as it is, an object as JSON. */
+function bodyText(value) {
+  if (typeof value === 'string') return value;
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return null;
+  try {
+    const text = JSON.stringify(value);
+    return typeof text === 'string' ? text : null;
+  } catch {
+    return null; // a cycle, a throwing getter
+  }
 }
 
 function isHttpStatus(value) {

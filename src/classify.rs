@@ -28,6 +28,7 @@
 
 use std::time::Duration;
 
+use crate::api_status::ApiStatus;
 use crate::retry_after::parse_retry_after;
 use crate::text::contains;
 
@@ -53,7 +54,50 @@ pub struct ErrorFacts {
     /// /var/run/secrets/.../token`, `the kubeconfig's inline token`), when
     /// the shim knows; only ever named in messages.
     pub credential_source: Option<String>,
+    /// The body of an HTTP error answer, as text (the credential hidden),
+    /// when the client kept it: a Kubernetes `Status` says who refused and
+    /// why ([`ErrorFacts::api_status`]).
+    pub body: Option<String>,
 }
+
+impl ErrorFacts {
+    /// The apiserver's `Status` in the answer's body, if there is one.
+    pub fn api_status(&self) -> Option<ApiStatus> {
+        self.body.as_deref().and_then(ApiStatus::of_body)
+    }
+
+    /// A proxy between us and the apiserver reported that it could not
+    /// reach the apiserver (see [`PROXY_REFUSALS`]): nothing was sent to
+    /// the apiserver.
+    pub fn proxy_could_not_connect(&self) -> bool {
+        self.status.is_none() && PROXY_REFUSALS.iter().any(|m| contains(&self.message, m))
+    }
+}
+
+/// How a proxy reports that it could not reach the target, as the proxy
+/// agents client-node uses word it: a SOCKS5 reply that is not a success
+/// (`Socks5 proxy rejected connection - ConnectionRefused`, also
+/// `HostUnreachable`, `NetworkUnreachable`, `TTLExpired`, `Failure`), a
+/// SOCKS4 refusal, and an HTTP CONNECT answered 502, 503 or 504 for a
+/// target the proxy could not reach (`Bad response: 503` from hpagent,
+/// `Proxy response (503) !== 200` from undici). Each comes before a byte
+/// reaches the apiserver.
+pub const PROXY_REFUSALS: &[&str] = &[
+    "Socks5 proxy rejected connection - ConnectionRefused",
+    "Socks5 proxy rejected connection - HostUnreachable",
+    "Socks5 proxy rejected connection - NetworkUnreachable",
+    "Socks5 proxy rejected connection - TTLExpired",
+    "Socks5 proxy rejected connection - Failure",
+    "Socks4 Proxy rejected connection",
+    "Bad response: 502",
+    "Bad response: 503",
+    "Bad response: 504",
+    // undici's ProxyAgent (client-node 2.x): "Proxy response (503) !==
+    // 200 when HTTP Tunneling".
+    "Proxy response (502)",
+    "Proxy response (503)",
+    "Proxy response (504)",
+];
 
 /// What to do about a failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +206,11 @@ const BAD_HEADER_CODES: &[&str] = &["ERR_INVALID_CHAR", "ERR_HTTP_INVALID_HEADER
 /// class's reason, with the client's message when it says more.
 pub fn describe(class: &Class, facts: &ErrorFacts) -> String {
     let why = class.why();
+    // An answer's own explanation says more than any client's wrapping of
+    // it ("HTTP-Code: 403 Message: Unknown API Status Code! Body: ...").
+    if let Some(said) = facts.api_status().and_then(|s| s.describe()) {
+        return format!("{why} ({})", shorten(&said));
+    }
     let detail = facts.message.trim().trim_end_matches('.');
     // An abort's message ("The user aborted a request.", "This operation was
     // aborted") depends on the client and says nothing more than the flag.
@@ -193,6 +242,11 @@ pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) ->
     }
     if let Some(code) = transient_code(facts) {
         return Class::Transient { why: code };
+    }
+    if facts.proxy_could_not_connect() {
+        return Class::Transient {
+            why: "the proxy could not reach the apiserver".into(),
+        };
     }
     if let Some(why) = body_cut(facts, &message) {
         return Class::Transient { why };

@@ -59,6 +59,15 @@ pub struct Settings {
     /// How long one wrapped call ([`crate::call`]) keeps retrying; its last
     /// attempt may then run for one request timeout more.
     pub call_deadline: Duration,
+    /// How long a wrapped call's attempt is awaited before it is
+    /// abandoned: past the apiserver's own 60 s request timeout, so that
+    /// no answer the apiserver gives is cut off. A read that has had no
+    /// answer for `request_timeout` sends a second copy meanwhile.
+    pub call_request_timeout: Duration,
+    /// How long a wrapped call retries answers that refuse its credentials
+    /// or its permissions (401, an authorization 403), counted from the
+    /// first; then the apiserver's answer is final.
+    pub call_auth_retry: Duration,
 }
 
 /// What an inconclusive check does when no grace record answers.
@@ -96,6 +105,8 @@ impl Settings {
             key_file: None,
             resilient_calls: true,
             call_deadline: Duration::from_secs(120),
+            call_request_timeout: Duration::from_secs(65),
+            call_auth_retry: Duration::from_secs(15),
         }
     }
 }
@@ -317,6 +328,22 @@ pub const VARIABLES: &[Variable] = &[
         #[cfg(test)]
         meaning: "how long one wrapped call (`resilientKubeConfig`, `resilientExec`, `resilientLog`, `retryK8sApiCall`) keeps retrying; the last attempt may run one request timeout past it. A call that starts within this long after another call of the process gave up, with none answered since, tries once",
         kind: Kind::Millis { min: 1_000, max: H, set: |s, d| s.call_deadline = d },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CALL_REQUEST_TIMEOUT_MS",
+        accepts: "a whole number of ms from 100 to 600000",
+        default: "65000",
+        #[cfg(test)]
+        meaning: "how long one attempt of a wrapped call is awaited before it is abandoned (past the apiserver's own 60 s, so a slow answer is never cut off); a read with no answer after `REQUEST_TIMEOUT_MS` sends one second copy meanwhile, and the first answer wins",
+        kind: Kind::Millis { min: 100, max: 600_000, set: |s, d| s.call_request_timeout = d },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CALL_AUTH_RETRY_MS",
+        accepts: "a whole number of ms from 0 to 300000",
+        default: "15000",
+        #[cfg(test)]
+        meaning: "how long a wrapped call retries a 401 or an authorization 403 (an apiserver just back may refuse for a few seconds), counted from the first; then the apiserver's answer is thrown as the plain client throws it. An admission 403 (PodSecurity, a quota, a webhook) is never retried",
+        kind: Kind::Millis { min: 0, max: 300_000, set: |s, d| s.call_auth_retry = d },
     },
 ];
 
@@ -654,7 +681,7 @@ mod tests {
     #[test]
     fn each_variable_sets_its_own_field_and_no_other() {
         type Expect = fn(&mut Settings);
-        let cases: [(&str, &str, Expect); 20] = [
+        let cases: [(&str, &str, Expect); 22] = [
             ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500", |s| {
                 s.backoff.deadline = Duration::from_millis(2500)
             }),
@@ -714,6 +741,14 @@ mod tests {
             }),
             ("ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS", "30000", |s| {
                 s.call_deadline = Duration::from_secs(30)
+            }),
+            (
+                "ACTIONS_RUNNER_PREFLIGHT_CALL_REQUEST_TIMEOUT_MS",
+                "2000",
+                |s| s.call_request_timeout = Duration::from_secs(2),
+            ),
+            ("ACTIONS_RUNNER_PREFLIGHT_CALL_AUTH_RETRY_MS", "0", |s| {
+                s.call_auth_retry = Duration::ZERO
             }),
         ];
         // One case per row of the table, in its order.

@@ -19,6 +19,7 @@
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
+pub mod api_status;
 pub mod bad_input;
 pub mod cache;
 pub mod cache_folder;

@@ -15,6 +15,8 @@ use k8s_auth_preflight::call::{
 use k8s_auth_preflight::ErrorFacts;
 
 const TIMEOUT: u64 = 10_000;
+/// How long an attempt is awaited before it is abandoned.
+const ABANDON: u64 = 65_000;
 const DEADLINE: u64 = 120_000;
 
 fn gave_up(run: &Run) -> &str {
@@ -37,7 +39,7 @@ fn a_read_is_retried_like_the_check_until_it_succeeds() {
     );
     assert_eq!(r.outcome, CallOutcome::Return { request: 4 });
     assert_eq!(r.attempts(), 4);
-    assert!(r.sent.iter().all(|s| s.timeout_ms == Some(TIMEOUT)));
+    assert!(r.sent.iter().all(|s| s.timeout_ms == Some(ABANDON)));
     // One warning when it starts failing, one line when it recovers.
     assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     assert_eq!(
@@ -108,7 +110,7 @@ fn a_read_gives_up_at_its_deadline_naming_the_call_the_time_and_the_last_error()
 }
 
 #[test]
-fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_one_timeout() {
+fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_one_abandon_time() {
     let mut s = settings();
     s.call_deadline = Duration::from_secs(30);
     let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
@@ -118,8 +120,16 @@ fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_on
         message.contains("last error: request timed out"),
         "{message}"
     );
-    assert!(r.done_at <= T0 + 30_000 + TIMEOUT, "{}", r.done_at - T0);
-    assert_eq!(c.ends_by_ms(), Some(T0 + 30_000 + TIMEOUT));
+    assert!(r.done_at <= T0 + 30_000 + ABANDON, "{}", r.done_at - T0);
+    assert_eq!(c.ends_by_ms(), Some(T0 + 30_000 + ABANDON));
+    // The first copy is awaited until it is abandoned; the copies sent
+    // meanwhile are cut at the request timeout, one at a time.
+    assert_eq!(r.sent[0].timeout_ms, Some(ABANDON));
+    assert!(
+        r.sent[1..].iter().any(|s| s.timeout_ms == Some(TIMEOUT)),
+        "{:?}",
+        r.sent
+    );
     // Our own timeout has no error object for the host to attach.
     assert!(matches!(
         r.outcome,
@@ -518,7 +528,7 @@ fn an_exec_upgrade_refused_with_a_client_error_is_the_callers() {
 #[test]
 fn once_the_stream_is_open_the_call_is_over_and_nothing_is_sent_again() {
     let s = settings();
-    let mut c = call(&s, on("log", "Pod", "p"));
+    let mut c = call(&s, on("attach", "Pod", "p"));
     let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
     assert_eq!(r.outcome, CallOutcome::Return { request: 2 });
     // Whatever the host reports afterwards (the stream failing, a
@@ -610,7 +620,7 @@ fn the_call_deadline_comes_from_its_own_setting() {
     ]);
     assert!(errors.is_empty(), "{errors:?}");
     let mut c = Call::new(&s, CallSpec::method("listNamespacedPod"), T0);
-    assert_eq!(c.ends_by_ms(), Some(T0 + 15_000 + TIMEOUT));
+    assert_eq!(c.ends_by_ms(), Some(T0 + 15_000 + ABANDON));
     let r = run(&mut c, &[code("ECONNREFUSED")]);
     gave_up(&r);
     assert!(
@@ -818,4 +828,250 @@ fn a_give_up_for_a_reason_of_the_calls_own_is_no_outage() {
     let pending = Call::new(&s, on("readNamespacedPod", "Pod", "p"), T0);
     gone.learn(&pending, T0 + 2);
     assert_eq!(gone.known(s.call_deadline, T0 + 2), Some(2));
+}
+
+// ---- never worse than the plain call ---------------------------------------
+
+/// Polls `c` at `now` until it asks to wait or is done; the last action.
+fn settle(c: &mut Call, now: u64) -> (Vec<CallAction>, CallAction) {
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        let a = c.poll(now);
+        if matches!(a, CallAction::Wait { .. } | CallAction::Done { .. }) {
+            return (seen, a);
+        }
+        seen.push(a);
+    }
+    panic!("no wait or done in 50 polls: {seen:#?}");
+}
+
+fn sends(actions: &[CallAction]) -> Vec<(u32, Option<u64>)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            CallAction::Send {
+                request,
+                timeout_ms,
+                ..
+            } => Some((*request, *timeout_ms)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A slow but healthy apiserver (a read answered after 50 s): the first
+/// copy is awaited while later copies go out and are cut, and its answer
+/// is the call's.
+#[test]
+fn a_read_answered_after_50_s_succeeds_with_its_first_copy() {
+    let s = settings();
+    let mut c = call(&s, on("readNamespacedPod", "Pod", "p"));
+    let (first, _) = settle(&mut c, T0);
+    assert_eq!(sends(&first), vec![(1, Some(ABANDON))]);
+    let mut now = T0;
+    let mut later = Vec::new();
+    while now < T0 + 50_000 {
+        now += 500;
+        let (actions, _) = settle(&mut c, now);
+        later.extend(sends(&actions));
+    }
+    // Copies went out meanwhile, each cut at the request timeout: two out
+    // at most.
+    assert!(!later.is_empty(), "no second copy in 50 s");
+    assert!(later.iter().all(|(_, t)| *t == Some(TIMEOUT)), "{later:?}");
+    assert_eq!(c.on_success(1, now), Ok(Accepted::Applied));
+    let (_, done) = settle(&mut c, now);
+    assert!(
+        matches!(
+            done,
+            CallAction::Done {
+                outcome: CallOutcome::Return { request: 1 }
+            }
+        ),
+        "{done:?}"
+    );
+}
+
+/// A create behind a slow admission webhook (answered after 50 s): one
+/// attempt, awaited past the apiserver's own 60 s, never cut and sent
+/// again.
+#[test]
+fn a_create_answered_after_50_s_is_one_attempt_that_succeeds() {
+    let s = settings();
+    let mut c = call(&s, pod_create());
+    let r = run(&mut c, &[Reply::Ok { latency: 50_000 }]);
+    assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
+    assert_eq!(r.attempts(), 1);
+    assert_eq!(r.sent[0].timeout_ms, Some(ABANDON));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+fn refused(status: u16, message: &str) -> Reply {
+    Reply::Fail {
+        facts: ErrorFacts {
+            status: Some(status),
+            body: Some(format!(
+                r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":{},"reason":"Forbidden","code":{status}}}"#,
+                serde_json::to_string(message).unwrap()
+            )),
+            ..ErrorFacts::default()
+        },
+        latency: 5,
+    }
+}
+
+const RBAC: &str = r#"pods is forbidden: User "system:serviceaccount:ci:runner" cannot create resource "pods" in API group "" in the namespace "ci""#;
+
+/// Admission refusals are the apiserver's final answer: thrown at once,
+/// as the plain client throws them, for every kind.
+#[test]
+fn an_admission_denial_is_thrown_at_once() {
+    let s = settings();
+    for message in [
+        r#"pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged"#,
+        r#"pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"#,
+        r#"admission webhook "deny.example.com" denied the request: no"#,
+    ] {
+        let mut c = call(&s, pod_create());
+        let r = run(&mut c, &[refused(403, message)]);
+        assert_eq!(r.outcome, CallOutcome::Throw { request: 1 }, "{message}");
+        assert_eq!(r.attempts(), 1);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+}
+
+/// A 401 or an authorization 403 may be an apiserver that has just come
+/// back: retried within the window, then the apiserver's answer is
+/// thrown, as the plain client throws it.
+#[test]
+fn a_refused_credential_or_permission_is_retried_within_its_window_then_thrown() {
+    let s = settings();
+    for reply in [status(401), refused(403, RBAC)] {
+        for spec in [
+            on("readNamespacedPod", "Pod", "p"),
+            pod_create(),
+            on("exec", "Pod", "p"),
+        ] {
+            let mut c = call(&s, spec.clone());
+            let r = run(&mut c, std::slice::from_ref(&reply));
+            let CallOutcome::Throw { request } = r.outcome else {
+                panic!("{spec:?}: {:?}", r.outcome);
+            };
+            assert_eq!(request as usize, r.sent.len(), "the last answer is thrown");
+            assert!(r.attempts() > 1, "{spec:?}: not retried at all");
+            let window = millis(s.call_auth_retry);
+            assert!(r.done_at - T0 >= window, "{spec:?}: {}", r.done_at - T0);
+            assert!(
+                r.done_at - T0 < window + 8_000 + 1_000,
+                "{spec:?}: {}",
+                r.done_at - T0
+            );
+        }
+        // A 403 after a refused connection: the window opens at the first 403.
+        let mut c = call(&s, on("readNamespacedPod", "Pod", "p"));
+        let r = run(
+            &mut c,
+            &[
+                code("ECONNREFUSED"),
+                code("ECONNREFUSED"),
+                reply.clone(),
+                OK,
+            ],
+        );
+        assert_eq!(r.outcome, CallOutcome::Return { request: 4 });
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// The give-up says whose fault it was from the evidence, and quotes the
+/// last answer's reason and message.
+#[test]
+fn the_give_up_quotes_the_last_answer_and_says_whose_fault_it_was() {
+    let mut s = settings();
+    s.call_deadline = Duration::from_secs(10);
+    let unavailable = Reply::Fail {
+        facts: ErrorFacts {
+            status: Some(503),
+            body: Some(r#"{"kind":"Status","status":"Failure","message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}"#.into()),
+            ..ErrorFacts::default()
+        },
+        latency: 5,
+    };
+    let mut c = call(&s, CallSpec::method("listNamespacedPod"));
+    let r = run(&mut c, &[unavailable]);
+    let message = gave_up(&r);
+    assert!(
+        message.contains("last error: HTTP 503 (ServiceUnavailable: the server is currently unable to handle the request))"),
+        "{message}"
+    );
+    assert!(
+        message.contains("the apiserver kept answering with errors"),
+        "{message}"
+    );
+    let mut c = call(&s, CallSpec::method("listNamespacedPod"));
+    let r = run(&mut c, &[code("ECONNREFUSED")]);
+    assert!(gave_up(&r).contains("the control plane was unreachable"));
+}
+
+/// A proxy's report that it could not reach the apiserver: nothing was
+/// sent, so a read is retried and an exec's set-up is sent again.
+#[test]
+fn a_proxys_refused_target_is_retried_like_a_refused_connection() {
+    let s = settings();
+    let socks = Reply::Fail {
+        facts: ErrorFacts {
+            message: "Socks5 proxy rejected connection - ConnectionRefused".into(),
+            ..ErrorFacts::default()
+        },
+        latency: 5,
+    };
+    let connect = Reply::Fail {
+        facts: ErrorFacts {
+            message: "Bad response: 503".into(),
+            ..ErrorFacts::default()
+        },
+        latency: 5,
+    };
+    for reply in [socks, connect] {
+        for spec in [
+            CallSpec::method("listNamespacedPod"),
+            on("exec", "Pod", "p"),
+        ] {
+            let mut c = call(&s, spec.clone());
+            let r = run(&mut c, &[reply.clone(), OK]);
+            assert_eq!(
+                r.outcome,
+                CallOutcome::Return { request: 2 },
+                "{spec:?} {reply:?}"
+            );
+        }
+    }
+}
+
+/// What is learned of one cluster's outage says nothing of another's.
+#[test]
+fn an_outage_of_one_cluster_leaves_calls_to_another_their_retries() {
+    use k8s_auth_preflight::call::Outage;
+    let s = settings();
+    let to = |server: &str| CallSpec {
+        cluster: Some(server.into()),
+        ..CallSpec::method("listNamespacedPod")
+    };
+    let mut outage = Outage::new();
+    let mut dead = outage.start(&s, to("https://a.example:6443"), T0);
+    let r = run(&mut dead, &[code("ECONNREFUSED")]);
+    outage.learn(&dead, r.done_at);
+    let mut other = outage.start(&s, to("https://b.example:6443"), r.done_at + 1_000);
+    let got = run(&mut other, &[status(503), OK]);
+    assert_eq!(got.outcome, CallOutcome::Return { request: 2 });
+    let mut same = outage.start(&s, to("https://a.example:6443"), r.done_at + 1_000);
+    let got = run(&mut same, &[status(503), OK]);
+    assert!(
+        matches!(got.outcome, CallOutcome::GiveUp { .. }),
+        "{:?}",
+        got.outcome
+    );
 }

@@ -14,7 +14,8 @@ use crate::text::contains;
 /// Where a failed request stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FailureStage {
-    /// No connection was made: refused, host or network unreachable.
+    /// No connection was made: refused, host or network unreachable, or
+    /// a proxy on the way reported that it could not reach the apiserver.
     NotConnected,
     /// The apiserver's name did not resolve.
     Dns,
@@ -114,6 +115,9 @@ impl FailureStage {
         }
         if contains(&facts.message, TLS_NOT_ESTABLISHED) {
             return FailureStage::Tls;
+        }
+        if facts.proxy_could_not_connect() {
+            return FailureStage::NotConnected;
         }
         if facts.codes.is_empty() {
             return FailureStage::of_message(&facts.message);

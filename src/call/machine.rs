@@ -8,8 +8,9 @@ use super::failure_stage::{with_upgrade_status, FailureStage};
 use super::messages;
 use super::operation::Operation;
 use super::ownership::{Judgement, Ownership};
-use super::policy::{self, Decision};
+use super::policy::{self, Decision, Refusal};
 use super::spec::CallSpec;
+use crate::api_status::Forbidden;
 use crate::classify::{classify, describe, Class, ErrorFacts};
 use crate::config::Settings;
 use crate::millis;
@@ -30,6 +31,17 @@ pub struct Call {
     schedule: Schedule,
     random: RandomSource,
     request_timeout_ms: u64,
+    /// How long an attempt is awaited before it is abandoned.
+    abandon_after_ms: u64,
+    /// How long 401s and authorization 403s are retried, from the first.
+    auth_retry_ms: u64,
+    /// When this call first got a 401 or an authorization 403.
+    auth_refused_since: Option<u64>,
+    /// A read that had no answer for one request timeout, still awaited
+    /// while a second copy is out: the first answer wins.
+    straggler: Option<Straggler>,
+    /// Whose fault the last failure was, for the give-up.
+    fault: messages::Fault,
     max_retry_after: Duration,
     deadline: Duration,
     started_ms: u64,
@@ -69,14 +81,26 @@ enum State {
     AttemptDue { at_ms: u64 },
     /// A read-back may start at this time; `conflict` got the 409.
     ReadBackDue { at_ms: u64, conflict: u32 },
-    /// A request is out.
+    /// A request is out; at `timeout_at` it counts as timed out, and at
+    /// `abandon_at` the host has abandoned it (a read's timeout comes
+    /// first: it is still awaited as a [`Straggler`] while a second copy
+    /// goes out).
     InFlight {
         request: u32,
         sent: Sent,
         timeout_at: Option<u64>,
+        abandon_at: Option<u64>,
     },
     /// The call is over: how it ends.
     Over(CallOutcome),
+}
+
+/// A read attempt that timed out and is still awaited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Straggler {
+    request: u32,
+    number: u32,
+    abandon_at: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +140,17 @@ impl Call {
         // deadline early. This limit only bounds a schedule of tiny delays.
         backoff.max_attempts = backoff.max_attempts.max(CALL_MAX_ATTEMPTS);
         let request_timeout_ms = millis(settings.request_timeout);
+        // A write is never cut before the apiserver's own request timeout
+        // (and a read's first copy is awaited as long): what the plain
+        // client gets from a slow but healthy apiserver, the call gets too.
+        let abandon_after_ms = millis(settings.call_request_timeout).max(request_timeout_ms);
         let deadline_ms = now_ms.saturating_add(millis(settings.call_deadline));
+        // A set-up that timed out is never sent again, so its wait ends
+        // with the call's deadline plus one request timeout.
+        let last_wait_ms = match operation {
+            Operation::Connect => request_timeout_ms,
+            _ => abandon_after_ms,
+        };
         Call {
             operation,
             spec,
@@ -128,11 +162,16 @@ impl Call {
                 None => RandomSource::from_os(),
             },
             request_timeout_ms,
+            abandon_after_ms,
+            auth_retry_ms: millis(settings.call_auth_retry),
+            auth_refused_since: None,
+            straggler: None,
+            fault: messages::Fault::Unreachable,
             max_retry_after: settings.max_retry_after,
             deadline: settings.call_deadline,
             started_ms: now_ms,
             deadline_ms,
-            end_ms: deadline_ms.saturating_add(request_timeout_ms),
+            end_ms: deadline_ms.saturating_add(last_wait_ms),
             latest_ms: now_ms,
             state: State::AttemptDue { at_ms: now_ms },
             requests: 0,
@@ -161,6 +200,11 @@ impl Call {
     pub fn in_known_outage(mut self, ago_ms: u64) -> Call {
         self.known_outage_ms = Some(ago_ms);
         self
+    }
+
+    /// The cluster the call goes to, if the host said.
+    pub fn cluster(&self) -> Option<&str> {
+        self.spec.cluster.as_deref()
     }
 
     /// Whether the call ran under the policy (not passed through).
@@ -201,13 +245,26 @@ impl Call {
     /// `Wait` or `Done`.
     pub fn poll(&mut self, now_ms: u64) -> CallAction {
         let now = self.observe(now_ms);
+        if self.straggler.is_some_and(|s| now >= s.abandon_at) {
+            self.straggler = None;
+        }
         if let State::InFlight {
             request,
+            sent,
             timeout_at: Some(at),
-            ..
+            abandon_at,
         } = self.state
         {
             if now >= at {
+                if let (Sent::Attempt { number }, Some(abandon_at)) = (sent, abandon_at) {
+                    if abandon_at > now {
+                        self.straggler = Some(Straggler {
+                            request,
+                            number,
+                            abandon_at,
+                        });
+                    }
+                }
                 // Our own timeout: the host holds no error for it.
                 self.last_reported = None;
                 let facts = ErrorFacts {
@@ -230,18 +287,28 @@ impl Call {
                 }
                 self.requests += 1;
                 self.attempts += 1;
-                let timeout_at = match self.operation {
+                let soon = now.saturating_add(self.request_timeout_ms);
+                let abandon_at = match self.operation {
                     Operation::PassThrough => None,
                     // A set-up that timed out is never sent again (the
                     // command may have started), so a slow upgrade is
                     // awaited until the call's end, never cut at the
                     // request timeout.
-                    Operation::Connect => {
-                        Some(self.end_ms.max(now.saturating_add(self.request_timeout_ms)))
-                    }
-                    _ => Some(now.saturating_add(self.request_timeout_ms)),
+                    Operation::Connect => Some(self.end_ms.max(soon)),
+                    // While a read's first copy is still awaited, later
+                    // copies are cut at the request timeout, as a stale
+                    // endpoint's would be: two copies out at most.
+                    Operation::Read if self.straggler.is_some() => Some(soon),
+                    _ => Some(now.saturating_add(self.abandon_after_ms)),
                 };
-                let timeout_ms = timeout_at.map(|at| {
+                // A read with no answer within the request timeout sends
+                // another copy and keeps awaiting this one (a stale
+                // endpoint hangs; a slow apiserver answers the first).
+                let timeout_at = match self.operation {
+                    Operation::Read => abandon_at.map(|at| at.min(soon)),
+                    _ => abandon_at,
+                };
+                let timeout_ms = abandon_at.map(|at| {
                     let ms = at - now;
                     match self.operation {
                         // The host aborts a set-up a little before the
@@ -257,6 +324,7 @@ impl Call {
                         number: self.attempts,
                     },
                     timeout_at,
+                    abandon_at,
                 };
                 CallAction::Send {
                     request: self.requests,
@@ -267,7 +335,7 @@ impl Call {
                 }
             }
             State::ReadBackDue { at_ms, conflict } if at_ms <= now => {
-                let timeout_ms = self.request_timeout_ms.min(self.end_ms.saturating_sub(now));
+                let timeout_ms = self.abandon_after_ms.min(self.end_ms.saturating_sub(now));
                 let (Some(method), Some(name)) = (
                     self.spec.read_method(),
                     self.sent.as_ref().and_then(|s| s.name.clone()),
@@ -284,6 +352,7 @@ impl Call {
                     request: self.requests,
                     sent: Sent::ReadBack { conflict },
                     timeout_at: Some(now + timeout_ms),
+                    abandon_at: Some(now + timeout_ms),
                 };
                 CallAction::ReadBack {
                     request: self.requests,
@@ -426,6 +495,12 @@ impl Call {
         if self.current(request)?.is_none() {
             return Ok(Accepted::Stale);
         }
+        if self.straggler.is_some_and(|s| s.request == request) {
+            // The first copy of a read failed after another went out:
+            // the other decides.
+            self.straggler = None;
+            return Ok(Accepted::Stale);
+        }
         self.last_reported = Some(request);
         self.failed_at(request, facts, stage, now);
         Ok(Accepted::Applied)
@@ -437,10 +512,15 @@ impl Call {
         if request == 0 || request > self.requests {
             return Err(ReportError::UnknownRequest(request));
         }
-        Ok(match self.state {
-            State::InFlight {
-                request: r, sent, ..
-            } if r == request => Some(sent),
+        Ok(match (self.state.clone(), self.straggler) {
+            (State::Over(_), _) => None,
+            (
+                State::InFlight {
+                    request: r, sent, ..
+                },
+                _,
+            ) if r == request => Some(sent),
+            (_, Some(s)) if s.request == request => Some(Sent::Attempt { number: s.number }),
             _ => None,
         })
     }
@@ -465,6 +545,8 @@ impl Call {
         let stage = stage.unwrap_or_else(|| FailureStage::of(&facts));
         let class = classify(&facts, now, self.max_retry_after);
         let evidence = describe(&class, &facts);
+        let refusal = self.refusal(&stage, &facts, now);
+        self.fault = messages::Fault::of(&stage, refusal != Refusal::None);
         let attempt = match sent {
             Sent::Attempt { number } => Some(number),
             Sent::ReadBack { .. } => None,
@@ -478,6 +560,7 @@ impl Call {
                     stage: &stage,
                     class: &class,
                     earlier_may_have_applied: self.may_have_applied,
+                    refusal,
                 },
             ),
             Sent::ReadBack { .. } => policy::after_read_back_failure(&class),
@@ -603,13 +686,52 @@ impl Call {
         }
     }
 
+    /// Whether the answer in `facts` refused the request on purpose, and
+    /// whose refusal it was; the first 401 or authorization 403 opens the
+    /// call's window for them.
+    fn refusal(&mut self, stage: &FailureStage, facts: &ErrorFacts, now: u64) -> Refusal {
+        let FailureStage::Answered { status } = *stage else {
+            return Refusal::None;
+        };
+        let authorization = match status {
+            401 => true,
+            403 => Forbidden::of(facts.api_status().as_ref()) == Forbidden::Authorization,
+            _ => return Refusal::None,
+        };
+        if !authorization {
+            return Refusal::Admission;
+        }
+        let since = *self.auth_refused_since.get_or_insert(now);
+        Refusal::Authorization {
+            window_over: now.saturating_sub(since) >= self.auth_retry_ms,
+        }
+    }
+
     fn give_up(&mut self, now: u64, note: Option<&str>) {
+        // A read's first copy is still out: its answer may yet come.
+        if let Some(s) = self.straggler.take() {
+            if s.abandon_at > now {
+                self.state = State::InFlight {
+                    request: s.request,
+                    sent: Sent::Attempt { number: s.number },
+                    timeout_at: Some(s.abandon_at),
+                    abandon_at: Some(s.abandon_at),
+                };
+                return;
+            }
+        }
         // Stopped early for a reason of its own (`note`): not the API's
         // failing for a whole deadline.
         self.gave_up_on_the_api = note.is_none();
         let last = self.last_error.as_deref().unwrap_or("none");
-        let message =
-            messages::gave_up(&self.what, now - self.started_ms, self.attempts, last, note);
+        let message = messages::gave_up(
+            &self.what,
+            now - self.started_ms,
+            self.attempts,
+            last,
+            note,
+            self.fault,
+        );
         self.finish(CallOutcome::GiveUp {
             message,
             last_request: self.last_reported,

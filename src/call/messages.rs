@@ -4,7 +4,39 @@
 //! ([`crate::preflight`]'s outcome messages): what happened, the evidence,
 //! and whose fault it is.
 
+use super::failure_stage::FailureStage;
 use crate::text::seconds;
+
+/// Whose fault a call's last failure was, read from the evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// No answer: refused, reset, timed out, cut off.
+    Unreachable,
+    /// The apiserver answered, with errors (5xx, 429, ...).
+    AnsweredWithErrors,
+    /// The apiserver refused the request's credentials or permissions.
+    Refused,
+}
+
+impl Fault {
+    /// The fault of a failure at `stage`; `refused` when its answer was a
+    /// deliberate refusal (401, 403).
+    pub fn of(stage: &FailureStage, refused: bool) -> Fault {
+        match stage {
+            FailureStage::Answered { .. } if refused => Fault::Refused,
+            FailureStage::Answered { .. } => Fault::AnsweredWithErrors,
+            _ => Fault::Unreachable,
+        }
+    }
+
+    fn says(self) -> &'static str {
+        match self {
+            Fault::Unreachable => "The Kubernetes API failed, not the job: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health.",
+            Fault::AnsweredWithErrors => "The Kubernetes API failed, not the job: the apiserver kept answering with errors. Re-run the job; if this persists, check the apiserver's health.",
+            Fault::Refused => "The apiserver refused the request's credentials or permissions for all that time: if it goes on, check the service account's token and RBAC.",
+        }
+    }
+}
 
 /// The warning printed once, at the first failure that will be retried.
 pub fn starts_failing(what: &str, evidence: &str, deadline_ms: u64) -> String {
@@ -31,14 +63,15 @@ pub fn found_own_object(what: &str, attempts: u32, tried_ms: u64) -> String {
     )
 }
 
-/// The give-up error: which call, for how long, the last error, and that
-/// the API failed, not the job. `note` says why it stopped early, if it did.
+/// The give-up error: which call, for how long, the last error, and whose
+/// fault it was. `note` says why it stopped early, if it did.
 pub fn gave_up(
     what: &str,
     tried_ms: u64,
     attempts: u32,
     last_error: &str,
     note: Option<&str>,
+    fault: Fault,
 ) -> String {
     let attempts = match attempts {
         1 => "1 attempt".to_string(),
@@ -49,8 +82,9 @@ pub fn gave_up(
         None => String::new(),
     };
     format!(
-        "The Kubernetes API call {what} did not succeed within {} ({attempts}; last error: {last_error}).{note} The Kubernetes API failed, not the job: the control plane was unreachable or unstable. Re-run the job; if this persists, check the apiserver's health.",
-        seconds(tried_ms)
+        "The Kubernetes API call {what} did not succeed within {} ({attempts}; last error: {last_error}).{note} {}",
+        seconds(tried_ms),
+        fault.says()
     )
 }
 
@@ -94,6 +128,7 @@ mod tests {
             12,
             "ECONNREFUSED",
             None,
+            Fault::Unreachable,
         );
         assert_eq!(
             text,
@@ -105,6 +140,7 @@ mod tests {
             1,
             "request timed out",
             Some("not retried: why"),
+            Fault::Unreachable,
         );
         assert!(once.contains("(1 attempt; last error: request timed out). It was not retried: why. The Kubernetes API failed, not the job"), "{once}");
     }

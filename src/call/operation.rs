@@ -9,8 +9,9 @@ use crate::config::Settings;
 /// The kind of a Kubernetes API call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
-    /// `read*`, `list*`, `get*`, and the reviews (`create*Review`, which
-    /// ask and store nothing): retried like the permission check.
+    /// `read*`, `list*`, `get*`, the reviews (`create*Review`, which ask
+    /// and store nothing) and the `Log` helper's `log`: retried like the
+    /// permission check.
     Read,
     /// `create*`: retried on a transient error; a 409 on a retry is read
     /// back and returned only when the object is this call's own.
@@ -18,9 +19,10 @@ pub enum Operation {
     /// `delete*` (`deleteCollection*` too): retried; a 404 on a retry,
     /// after an attempt that may have deleted the object, is done.
     Delete,
-    /// A streaming connection (`exec`, `attach`, `portForward`, `log`,
-    /// the client's `Exec`, `Attach`, `PortForward` and `Log` helpers):
-    /// only a set-up that provably never started the command is retried.
+    /// A streaming connection that runs something (`exec`, `attach`,
+    /// `portForward`: the client's `Exec`, `Attach` and `PortForward`
+    /// helpers): only a set-up that provably never started the command is
+    /// retried. The `Log` helper's `log` is a read.
     Connect,
     /// Everything else (`patch*`, `replace*`, `connect*`, `watch`, unknown
     /// names): one attempt, no timeout, no retry, no messages.
@@ -28,7 +30,7 @@ pub enum Operation {
 }
 
 /// The stream helpers' method names (`new k8s.Exec(kc).exec(...)`, ...).
-const CONNECTIONS: &[&str] = &["exec", "attach", "portForward", "log"];
+const CONNECTIONS: &[&str] = &["exec", "attach", "portForward"];
 
 impl Operation {
     /// The kind of the client-node method `method` (case-sensitive, as the
@@ -53,7 +55,8 @@ impl Operation {
         // A review (`createSelfSubjectAccessReview`, `createTokenReview`)
         // is a question: it stores nothing and names no object.
         let review = starts("create") && method.ends_with("Review");
-        if review || starts("read") || starts("list") || starts("get") {
+        // The Log helper's `log` reads a stream: it starts nothing.
+        if review || method == "log" || starts("read") || starts("list") || starts("get") {
             Operation::Read
         } else if starts("create") {
             Operation::Create
@@ -128,7 +131,7 @@ mod tests {
             ("deleteNamespacedSecret", Operation::Delete),
             ("deleteCollectionNamespacedPod", Operation::Delete),
             ("exec", Operation::Connect),
-            ("log", Operation::Connect),
+            ("log", Operation::Read),
             ("attach", Operation::Connect),
             ("portForward", Operation::Connect),
             ("patchNamespacedPod", Operation::PassThrough),

@@ -10,6 +10,10 @@
 //! retry: the outage is already known, and the host's loop decides. The
 //! first answer from the API (any answer, even an error of the caller's)
 //! ends the outage, and so does a deadline's quiet.
+//!
+//! It is a circuit breaker per cluster: an outage of one apiserver (the
+//! call's `cluster`, its server URL) says nothing of another's. Times are
+//! the host's steady clock, one for all the calls of a process.
 
 use std::time::Duration;
 
@@ -19,11 +23,19 @@ use super::spec::CallSpec;
 use crate::config::Settings;
 use crate::millis;
 
-/// The process's memory of the last call given up on.
+/// The process's memory of the last call given up on, per cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outage {
-    /// When a wrapped call last gave up, if no call was answered since.
-    gave_up_at_ms: Option<u64>,
+    /// Per cluster (its server URL; "" when the host did not say): when a
+    /// wrapped call last gave up, if no call to it was answered since.
+    gave_up_at_ms: Vec<(String, u64)>,
+}
+
+/// Clusters remembered at once; the oldest give-up is forgotten first.
+const MAX_CLUSTERS: usize = 16;
+
+fn key(cluster: Option<&str>) -> &str {
+    cluster.unwrap_or("")
 }
 
 impl Outage {
@@ -32,19 +44,38 @@ impl Outage {
         Outage::default()
     }
 
-    /// How long ago a call gave up, if that is less than `deadline` ago
-    /// and no call was answered since.
+    /// How long ago a call to a cluster the host did not name gave up
+    /// (see [`Outage::known_for`]).
     pub fn known(&self, deadline: Duration, now_ms: u64) -> Option<u64> {
-        let at = self.gave_up_at_ms?;
+        self.known_for(None, deadline, now_ms)
+    }
+
+    /// How long ago a call to `cluster` gave up, if that is less than
+    /// `deadline` ago and no call to it was answered since.
+    pub fn known_for(&self, cluster: Option<&str>, deadline: Duration, now_ms: u64) -> Option<u64> {
+        let key = key(cluster);
+        let at = self.gave_up_at_ms.iter().find(|(k, _)| k == key)?.1;
         let ago = now_ms.saturating_sub(at);
         (ago < millis(deadline)).then_some(ago)
+    }
+
+    fn set(&mut self, cluster: Option<&str>, at_ms: Option<u64>) {
+        let key = key(cluster);
+        self.gave_up_at_ms.retain(|(k, _)| k != key);
+        if let Some(at) = at_ms {
+            if self.gave_up_at_ms.len() >= MAX_CLUSTERS {
+                self.gave_up_at_ms.remove(0);
+            }
+            self.gave_up_at_ms.push((key.to_string(), at));
+        }
     }
 
     /// The machine of a call of `spec` starting at `now_ms`: the full
     /// deadline, or one attempt and no retry while an outage is known.
     pub fn start(&self, settings: &Settings, spec: CallSpec, now_ms: u64) -> Call {
+        let known = self.known_for(spec.cluster.as_deref(), settings.call_deadline, now_ms);
         let call = Call::new(settings, spec, now_ms);
-        match self.known(settings.call_deadline, now_ms) {
+        match known {
             Some(ago) => call.in_known_outage(ago),
             None => call,
         }
@@ -60,20 +91,21 @@ impl Outage {
         if !call.is_wrapped() {
             return;
         }
+        let cluster = call.cluster();
         match call.outcome() {
             Some(CallOutcome::GiveUp { .. }) if call.gave_up_on_the_api() => {
-                self.gave_up_at_ms = Some(now_ms)
+                self.set(cluster, Some(now_ms))
             }
             Some(CallOutcome::GiveUp { .. }) | None => {}
-            Some(_) => self.gave_up_at_ms = None,
+            Some(_) => self.set(cluster, None),
         }
     }
 
     /// An outage known to have started at `at_ms` (a call gave up then).
     pub fn gave_up_at(at_ms: u64) -> Outage {
-        Outage {
-            gave_up_at_ms: Some(at_ms),
-        }
+        let mut outage = Outage::new();
+        outage.set(None, Some(at_ms));
+        outage
     }
 }
 
@@ -91,5 +123,24 @@ mod tests {
         assert_eq!(o.known(deadline, 1_000), Some(0));
         assert_eq!(o.known(deadline, 90_999), Some(89_999));
         assert_eq!(o.known(deadline, 91_000), None);
+    }
+
+    #[test]
+    fn an_outage_is_known_only_for_its_cluster() {
+        let deadline = Duration::from_secs(90);
+        let mut o = Outage::new();
+        o.set(Some("https://a:6443"), Some(1_000));
+        assert_eq!(
+            o.known_for(Some("https://a:6443"), deadline, 2_000),
+            Some(1_000)
+        );
+        assert_eq!(o.known_for(Some("https://b:6443"), deadline, 2_000), None);
+        assert_eq!(o.known(deadline, 2_000), None);
+        for i in 0..40 {
+            o.set(Some(&format!("https://c{i}")), Some(1_000));
+        }
+        assert_eq!(o.gave_up_at_ms.len(), MAX_CLUSTERS);
+        o.set(Some("https://c39"), None);
+        assert_eq!(o.known_for(Some("https://c39"), deadline, 2_000), None);
     }
 }

@@ -37,6 +37,23 @@ pub const SETUP_MAY_HAVE_STARTED: &str = "not retried: the connection's set-up f
 /// Why a create without a name is not sent again.
 pub const UNNAMED_CREATE_MAY_HAVE_BEEN_MADE: &str = "not retried: the create gives no name (metadata.name) and may have been made, so sending it again could make a second object";
 
+/// Whether an answer refused the request on purpose, and whose refusal
+/// it was (see [`crate::api_status::Forbidden`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not a refusal (a connection failure, a 5xx, a 404, ...).
+    None,
+    /// Admission refused what the request asked for (PodSecurity, a
+    /// quota, a webhook): final.
+    Admission,
+    /// A 401 or an authorization 403: retried while the call's window for
+    /// such answers is open (`window_over` false), then final.
+    Authorization {
+        /// The window has passed since the call's first such answer.
+        window_over: bool,
+    },
+}
+
 /// The facts of one failed attempt, as [`after_failure`] weighs them.
 #[derive(Debug, Clone, Copy)]
 pub struct Attempt<'a> {
@@ -49,6 +66,8 @@ pub struct Attempt<'a> {
     /// Whether any earlier attempt of this call may have been applied
     /// ([`FailureStage::may_have_applied`]).
     pub earlier_may_have_applied: bool,
+    /// Whether the answer was a refusal, and whose.
+    pub refusal: Refusal,
 }
 
 /// What a failed attempt of an `operation` does. `sent` is what a create
@@ -63,6 +82,18 @@ pub fn after_failure(operation: Operation, sent: Option<&Ownership>, attempt: At
         Class::Fatal { .. } => Decision::Throw,
         _ => Decision::Retry,
     };
+    if operation == Operation::PassThrough {
+        return Decision::Throw;
+    }
+    // The apiserver's deliberate answer is the caller's, as the plain
+    // client gives it: at once for admission, after the window for
+    // credentials and permissions.
+    if matches!(
+        attempt.refusal,
+        Refusal::Admission | Refusal::Authorization { window_over: true }
+    ) {
+        return Decision::Throw;
+    }
     match operation {
         Operation::PassThrough => Decision::Throw,
         Operation::Read => retry_if_transient(),
@@ -150,6 +181,7 @@ mod tests {
                 stage: &stage,
                 class: &class,
                 earlier_may_have_applied: earlier,
+                refusal: Refusal::None,
             },
         )
     }
@@ -177,6 +209,7 @@ mod tests {
                     stage: &CONFLICT,
                     class: &fatal(),
                     earlier_may_have_applied: true,
+                    refusal: Refusal::None,
                 },
             );
             assert_eq!(d, Decision::Throw);
@@ -235,6 +268,7 @@ mod tests {
                     stage: &stage,
                     class: &transient(),
                     earlier_may_have_applied: false,
+                    refusal: Refusal::None,
                 },
             )
         };
@@ -290,5 +324,40 @@ mod tests {
             decide(Connect, 1, FailureStage::Unknown, transient(), false),
             Decision::Stop(SETUP_MAY_HAVE_STARTED)
         );
+    }
+
+    #[test]
+    fn a_refusal_is_final_at_once_for_admission_and_after_the_window_for_authorization() {
+        for op in [
+            Operation::Read,
+            Operation::Create,
+            Operation::Delete,
+            Operation::Connect,
+        ] {
+            let go = |refusal| {
+                after_failure(
+                    op,
+                    Some(&sent()),
+                    Attempt {
+                        number: 1,
+                        stage: &FailureStage::Answered { status: 403 },
+                        class: &transient(),
+                        earlier_may_have_applied: false,
+                        refusal,
+                    },
+                )
+            };
+            assert_eq!(go(Refusal::Admission), Decision::Throw, "{op:?}");
+            assert_eq!(
+                go(Refusal::Authorization { window_over: true }),
+                Decision::Throw,
+                "{op:?}"
+            );
+            assert_eq!(
+                go(Refusal::Authorization { window_over: false }),
+                Decision::Retry,
+                "{op:?}"
+            );
+        }
     }
 }

@@ -30,6 +30,9 @@ pub struct CallSpec {
     /// `retryK8sApiCall` has no method name); else it is read from
     /// `method` ([`Operation::of_method`]).
     pub operation: Option<Operation>,
+    /// The cluster the call goes to (its server URL), when the host
+    /// knows: what is learned of an outage is learned for it alone.
+    pub cluster: Option<String>,
 }
 
 impl CallSpec {

@@ -22,7 +22,10 @@ pub(super) enum Probe {
     Rules,
 }
 
-/// Where a probe stands.
+/// Where a probe stands. One per review, in place: an attempt in flight
+/// (with the facts of the last failure) is the common state, so it is not
+/// boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub(super) enum State {
     /// The next attempt may start at this time.

@@ -113,6 +113,8 @@ struct ErrorFactsIn {
     message: String,
     #[serde(default)]
     credential_source: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
 }
 
 impl From<ErrorFactsIn> for ErrorFacts {
@@ -125,6 +127,7 @@ impl From<ErrorFactsIn> for ErrorFacts {
             name: f.name,
             message: f.message,
             credential_source: f.credential_source,
+            body: f.body,
         }
     }
 }
@@ -1022,7 +1025,7 @@ impl<'a> From<&'a CheckAction> for CheckActionOut<'a> {
 
 // ---- the call machine ------------------------------------------------------
 
-/// `{method, namespace?, kind?, name?, body?, operation?}`: one Kubernetes
+/// `{method, namespace?, kind?, name?, body?, operation?, cluster?}`: one Kubernetes
 /// call as the host describes it (see [`CallSpec`]); `body` is the JSON
 /// text of a create's body, `operation` a kind's name (`read`, ...).
 #[derive(Deserialize)]
@@ -1038,6 +1041,8 @@ struct CallSpecIn {
     body: Option<String>,
     #[serde(default)]
     operation: Option<String>,
+    #[serde(default)]
+    cluster: Option<String>,
 }
 
 /// The kinds' names, for the message about one that is not.
@@ -1064,6 +1069,7 @@ pub fn call_spec(v: &JsValue) -> Result<CallSpec, Bad> {
         name: s.name,
         body: s.body,
         operation,
+        cluster: s.cluster,
     })
 }
 

@@ -10,7 +10,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 
-const { consumer, k8s, preflight, fastEnv, captureLogger, setup } = require('./support/harness');
+const { consumer, k8s, preflight, fastEnv, captureLogger, setup, newCheck, TOKEN } = require('./support/harness');
 
 const CALL_ENV = { ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '3000', ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '500' };
 
@@ -154,4 +154,169 @@ test(`[${consumer.flavour}] an exec whose connection is never made (a stale endp
   assert.equal(server.execs.length, 1, 'the command ran exactly once');
   assert.equal(log.warnings.length, 1, JSON.stringify(log.warnings));
   assert.match(log.warnings[0], /did not answer exec for "p"/);
+});
+
+// ---- the second attack -------------------------------------------------------
+
+const util = require('node:util');
+const { Writable } = require('node:stream');
+
+const sink = () => new Writable({ write: (_c, _e, done) => done() });
+const POD = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: 'b' } }, spec: { containers: [{ name: 'job', image: 'x' }] } };
+
+/** Every form a host may print an error in. */
+function printed(e) {
+  return [
+    String(e && e.message),
+    String(e && e.stack),
+    util.inspect(e, { depth: null, showHidden: true }),
+    (() => {
+      try {
+        return JSON.stringify(e);
+      } catch {
+        return '';
+      }
+    })(),
+  ].join('\n');
+}
+
+test(`[${consumer.flavour}] no form of a give-up holds the token: not its cause, at any depth`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t, { podRunningAfterMs: 0 });
+  assert.equal(server.seed('pods', 'ci', POD).code, 201);
+  const log = captureLogger();
+  const exec = preflight.resilientExec(kc, { env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '3000' }), logger: log.logger });
+  // A 500 to the upgrade may come after the command started: a give-up at
+  // once, whose cause was the ws client's error event (the request in it).
+  server.armTrigger({ route: 'exec pods' }, [{ phase: 'error500', echoToken: true, ms: 300 }, { phase: 'healthy' }]);
+  const e = await exec.exec('ci', 'p', 'job', ['true'], sink(), sink(), null, false, () => {}).then(
+    () => assert.fail('the exec resolved'),
+    (error) => error,
+  );
+  assert.ok(preflight.isCallGaveUpError(e), String(e && e.stack));
+  assert.ok(e.cause, 'the give-up keeps a cause');
+  const text = printed(e);
+  assert.ok(!text.includes(TOKEN.slice(0, 12)), text.slice(0, 4000));
+  assert.ok(!/Bearer [^<\s]/.test(text), text.slice(0, 4000));
+});
+
+test(`[${consumer.flavour}] no form of the check's error holds the token`, { timeout: 30_000 }, async (t) => {
+  const { server, kc, cacheDir } = await setup(t);
+  await server.setPhase('unauthorized401', { echoToken: true });
+  const check = newCheck({ kc, cacheDir, env: fastEnv({ DEADLINE_MS: '1500' }) });
+  const e = await check.isAuthPermissionsOK().then(
+    () => assert.fail('the check passed'),
+    (error) => error,
+  );
+  const text = printed(e);
+  assert.ok(!text.includes(TOKEN.slice(0, 12)), text.slice(0, 4000));
+});
+
+test(`[${consumer.flavour}] what is learned of one cluster's outage leaves a call to another cluster its retries`, { timeout: 30_000 }, async (t) => {
+  const a = await setup(t);
+  const b = await setup(t);
+  const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' });
+  const dead = preflight.resilientKubeConfig(a.kc, { env, logger: captureLogger().logger }).makeApiClient(k8s.CoreV1Api);
+  const healthy = preflight.resilientKubeConfig(b.kc, { env, logger: captureLogger().logger }).makeApiClient(k8s.CoreV1Api);
+  await a.server.setPhase('refuse');
+  const gaveUp = await dead.listNamespacedPod({ namespace: 'ci' }).then(
+    () => assert.fail('a refused cluster answered'),
+    (e) => e,
+  );
+  assert.ok(preflight.isCallGaveUpError(gaveUp), String(gaveUp));
+  // Cluster B answers 503 once, then is healthy: its call retries.
+  b.server.armTrigger({ route: 'list pods' }, [{ phase: 'unavailable503', ms: 0 }, { phase: 'healthy' }]);
+  const list = await healthy.listNamespacedPod({ namespace: 'ci' });
+  assert.ok(Array.isArray(list.items));
+});
+
+test(`[${consumer.flavour}] a wall clock stepped back between two calls does not stretch a known outage`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t);
+  const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' });
+  const api = preflight.resilientKubeConfig(kc, { env, logger: captureLogger().logger }).makeApiClient(k8s.CoreV1Api);
+  await server.setPhase('refuse');
+  await api.listNamespacedPod({ namespace: 'ci' }).then(
+    () => assert.fail('a refused cluster answered'),
+    () => {},
+  );
+  await server.setPhase('healthy');
+  const realNow = Date.now;
+  Date.now = () => realNow() - 3_600_000;
+  t.after(() => {
+    Date.now = realNow;
+  });
+  // More than one call deadline later on the steady clock: no outage known.
+  await new Promise((resolve) => setTimeout(resolve, 1_300));
+  server.armTrigger({ route: 'list pods' }, [{ phase: 'unavailable503', ms: 0 }, { phase: 'healthy' }]);
+  const list = await api.listNamespacedPod({ namespace: 'ci' });
+  assert.ok(Array.isArray(list.items));
+});
+
+test(`[${consumer.flavour}] resilientLog retries a refused connection as a read, and never says a command may have started`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t, { podRunningAfterMs: 0 });
+  assert.equal(server.seed('pods', 'ci', POD).code, 201);
+  const log = captureLogger();
+  const logs = preflight.resilientLog(kc, { env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '6000' }), logger: log.logger });
+  server.runTimeline([{ phase: 'refuse', ms: 700 }, { phase: 'healthy' }]);
+  const from = server.requests.length;
+  const outcome = await logs.log('ci', 'p', 'job', sink(), { follow: false }).then(
+    (value) => ({ value }),
+    (error) => ({ error }),
+  );
+  // The apiserver was reached after the refusals: its answer (whatever the
+  // loopback server makes of a log read) is the call's, never a give-up.
+  assert.ok(server.requests.length > from, 'no request reached the apiserver');
+  if (outcome.error) {
+    assert.equal(preflight.isCallGaveUpError(outcome.error), false, String(outcome.error && outcome.error.message));
+  }
+  const text = [...log.warnings, ...log.infos, outcome.error ? outcome.error.message : ''].join('\n');
+  assert.doesNotMatch(text, /command may have started/);
+});
+
+test(`[${consumer.flavour}] the wrappers leave the host's agent as they found it: many execs, no listener warning, a plain Exec still works`, { timeout: 60_000 }, async (t) => {
+  const { server, kc } = await setup(t, { podRunningAfterMs: 0 });
+  assert.equal(server.seed('pods', 'ci', POD).code, 201);
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  t.after(() => process.off('warning', onWarning));
+  const probe = {};
+  await kc.applyToHTTPSOptions(probe);
+  const agent = probe.agent;
+  const own = Object.hasOwn(agent, 'createConnection');
+  const exec = preflight.resilientExec(kc, { env: fastEnv(), logger: captureLogger().logger });
+  const run = (api) =>
+    new Promise((resolve, reject) => {
+      api.exec('ci', 'p', 'job', ['true'], sink(), sink(), null, false, resolve).catch(reject);
+    });
+  for (let i = 0; i < 15; i++) assert.equal((await run(exec)).status, 'Success');
+  assert.equal(Object.hasOwn(agent, 'createConnection'), own, "the host's agent got a createConnection of ours");
+  assert.equal((await run(new k8s.Exec(kc))).status, 'Success');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map(String), []);
+  assert.equal(server.execs.length, 16);
+});
+
+test(`[${consumer.flavour}] two execs at once, the first meeting a stale endpoint: each is set up again on its own and runs once`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t, { podRunningAfterMs: 0 });
+  assert.equal(server.seed('pods', 'ci', POD).code, 201);
+  const cluster = kc.getCurrentCluster();
+  const target = new URL(cluster.server);
+  const proxy = await silentFirst({ host: target.hostname, port: Number(target.port) }, 1);
+  t.after(() => proxy.close());
+  const viaProxy = new k8s.KubeConfig();
+  viaProxy.loadFromOptions({
+    clusters: [{ ...cluster, name: 'c', server: `https://127.0.0.1:${proxy.port}` }],
+    users: [{ ...kc.getCurrentUser(), name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ci' }],
+    currentContext: 'x',
+  });
+  const exec = preflight.resilientExec(viaProxy, { env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '8000' }), logger: captureLogger().logger });
+  const run = (word) =>
+    new Promise((resolve, reject) => {
+      exec.exec('ci', 'p', 'job', ['echo', word], sink(), sink(), null, false, resolve).catch(reject);
+    });
+  const [first, second] = await Promise.all([run('one'), run('two')]);
+  assert.equal(first.status, 'Success', JSON.stringify(first));
+  assert.equal(second.status, 'Success', JSON.stringify(second));
+  assert.equal(server.execs.length, 2, 'each command ran exactly once');
 });

@@ -59,7 +59,8 @@ const SETTINGS = {
 // line. Loading ~1 s of modules happens before the go signal, so the parent
 // controls when the checks (and their cache reads) start. startedAt is taken
 // just before the check (the cache read happens synchronously at its start),
-// doneAt just after (after the write).
+// doneAt just after (after the write). Both are compared across processes, so
+// they are wall-clock times (timeOrigin), read monotonically inside each.
 const CHILD = `'use strict';
 // createRequire, not require.resolve(..., { paths }): from inside this repo
 // Node's self-resolution would find the working tree, not the tarball.
@@ -79,13 +80,13 @@ const print = (result) => process.stdout.write(JSON.stringify({ pid: process.pid
 let started = false;
 function go() {
   started = true;
-  const startedAt = Date.now();
+  const startedAt = performance.timeOrigin + performance.now();
   check.isAuthPermissionsOK().then(
     (ok) => {
       const outcome = check.lastOutcome();
-      print({ ok, source: outcome.source, requests: outcome.requests, warnings, errors, startedAt, doneAt: Date.now() });
+      print({ ok, source: outcome.source, requests: outcome.requests, warnings, errors, startedAt, doneAt: performance.timeOrigin + performance.now() });
     },
-    (e) => print({ ok: false, thrown: String(e && e.message), warnings, errors, startedAt, doneAt: Date.now() }),
+    (e) => print({ ok: false, thrown: String(e && e.message), warnings, errors, startedAt, doneAt: performance.timeOrigin + performance.now() }),
   );
 }
 process.stdin.once('data', go);

@@ -21,7 +21,25 @@
  * is a substring of the command (joined with spaces) says what it prints
  * and how it exits ({ contains?, stdout?, stderr?, exitCode?, delayMs? });
  * without a match it prints nothing and exits 0.
+ *
+ * Upgrade faults after the command started (an entry's fields, matched the
+ * same way; each applies to the first `upgradeFaultTimes` upgrades of a
+ * matching command, default 1, counted on the entry as configured, then the
+ * entry's upgrades are healthy again). The command starts, and is logged in
+ * `server.execs`, before either:
+ * - `upgradeStatus` (an HTTP status 400..599, say 502): the upgrade is
+ *   answered with that status and a Status body (Connection: close) instead
+ *   of 101, as a gateway in front of the apiserver answers when its
+ *   upstream's 101 got lost; the exec's outcome is 'answer-status' (with
+ *   `upgradeStatus`), never 'running';
+ * - `delayUpgradeMs` (ms >= 0): the 101 goes out this long after the command
+ *   started; the exec is 'running' from the start, and 'stream-lost' if the
+ *   client's socket closed before the 101 (the command ran; nobody heard).
+ * These are for "did the command start?" tests: the apiserver.js `trickle`
+ * phase, by contrast, delays the upgrade before the command starts.
  */
+
+const http = require('node:http');
 
 const { WebSocketServer } = require('ws');
 
@@ -55,8 +73,37 @@ function checkExecResults(value) {
     if (r.delayMs !== undefined && !(Number.isFinite(r.delayMs) && r.delayMs >= 0)) {
       throw new RangeError(`delayMs must be a non-negative number, got ${JSON.stringify(r.delayMs)}`);
     }
+    if (r.upgradeStatus !== undefined && !(Number.isInteger(r.upgradeStatus) && r.upgradeStatus >= 400 && r.upgradeStatus <= 599)) {
+      throw new RangeError(`upgradeStatus must be an HTTP status in 400..599, got ${JSON.stringify(r.upgradeStatus)}`);
+    }
+    if (r.delayUpgradeMs !== undefined && !(Number.isFinite(r.delayUpgradeMs) && r.delayUpgradeMs >= 0)) {
+      throw new RangeError(`delayUpgradeMs must be a non-negative number, got ${JSON.stringify(r.delayUpgradeMs)}`);
+    }
+    if (r.upgradeStatus !== undefined && r.delayUpgradeMs !== undefined) {
+      throw new TypeError('an execResults entry takes upgradeStatus or delayUpgradeMs, not both');
+    }
+    if (r.upgradeFaultTimes !== undefined && !(Number.isInteger(r.upgradeFaultTimes) && r.upgradeFaultTimes >= 0)) {
+      throw new RangeError(`upgradeFaultTimes must be a non-negative integer, got ${JSON.stringify(r.upgradeFaultTimes)}`);
+    }
   }
-  return value.map((r) => ({ ...r }));
+  return value.map((r) => {
+    const copy = { ...r };
+    // The upgrade faults still to give (counted down per matching upgrade).
+    if (r.upgradeStatus !== undefined || r.delayUpgradeMs !== undefined) {
+      Object.defineProperty(copy, 'upgradeFaultsLeft', {
+        value: r.upgradeFaultTimes === undefined ? 1 : r.upgradeFaultTimes,
+        writable: true,
+        enumerable: false,
+      });
+    }
+    return copy;
+  });
+}
+
+/** The first execResults entry for `command` (an array), or {}. */
+function resultFor(execResults, command) {
+  const joined = command.join(' ');
+  return execResults.find((r) => r.contains === undefined || joined.includes(String(r.contains))) || {};
 }
 
 /** The exec request's query: { command: string[], container, stdin, stdout, stderr, tty }. */
@@ -118,11 +165,71 @@ function createExecHandler({ later, settings }) {
     return settings().execProtocols.find((p) => offered.includes(p)) || null;
   }
 
-  /** Completes the handshake, calls onOpen() (the command starts), then serves the exec. */
+  /**
+   * Completes the handshake, calls onOpen() (the command starts), then
+   * serves the exec; with an upgrade fault of the command's execResults
+   * entry, calls onOpen() first and then answers a status or a late 101.
+   */
   function upgrade(req, socket, head, exec, query, onOpen) {
+    const result = resultFor(settings().execResults, exec.command);
+    if (result.upgradeFaultsLeft > 0) {
+      result.upgradeFaultsLeft -= 1;
+      if (result.upgradeStatus !== undefined) return startThenStatus(socket, exec, onOpen, result.upgradeStatus);
+      return startThenLate101(req, socket, head, exec, query, onOpen, result.delayUpgradeMs);
+    }
     wss.handleUpgrade(req, socket, head, (ws) => {
       onOpen();
       run(ws, exec, query);
+    });
+  }
+
+  // The command started; the upgrade is answered `code` instead of 101.
+  function startThenStatus(socket, exec, onOpen, code) {
+    onOpen();
+    exec.outcome = 'answer-status';
+    exec.upgradeStatus = code;
+    exec.endedAtMs = Date.now();
+    const reason = http.STATUS_CODES[code] || 'Unknown';
+    const body = JSON.stringify({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `${reason} (the command started)`,
+      reason,
+      code,
+    });
+    if (socket.destroyed) return;
+    socket.end(
+      [
+        `HTTP/1.1 ${code} ${reason}`,
+        'Content-Type: application/json',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        'Connection: close',
+        '',
+        body,
+      ].join('\r\n'),
+    );
+  }
+
+  // The command started; the 101 goes out `delayMs` later (if the socket is still open).
+  function startThenLate101(req, socket, head, exec, query, onOpen, delayMs) {
+    onOpen();
+    exec.outcome = 'running';
+    exec.upgradeDelayedMs = delayMs;
+    const lost = () => {
+      if (exec.outcome !== 'running' || exec.protocol !== null) return;
+      exec.outcome = 'stream-lost';
+      exec.endedAtMs = Date.now();
+    };
+    socket.once('close', lost);
+    later(delayMs, () => {
+      socket.off('close', lost);
+      if (socket.destroyed || !socket.writable) {
+        lost();
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => run(ws, exec, query));
     });
   }
 
@@ -143,9 +250,7 @@ function createExecHandler({ later, settings }) {
       if (answered) return;
       answered = true;
       finishStdin();
-      const joined = exec.command.join(' ');
-      const result =
-        settings().execResults.find((r) => r.contains === undefined || joined.includes(String(r.contains))) || {};
+      const result = resultFor(settings().execResults, exec.command);
       const respond = () => {
         if (ws.readyState !== ws.OPEN) {
           exec.outcome = 'stream-lost';

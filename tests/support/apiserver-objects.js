@@ -5,7 +5,10 @@
  * create and delete. For tests only; Node built-ins only.
  *
  * Paths (core group, one namespace):
- *   POST   /api/v1/namespaces/{ns}/pods             create (409 AlreadyExists on a name in use)
+ *   POST   /api/v1/namespaces/{ns}/pods             create (409 AlreadyExists on a name in use; with
+ *                                                   `validateNames`, 422 Invalid on a name that is not
+ *                                                   an RFC 1123 subdomain; with `admissionDenial`, the
+ *                                                   denial, see apiserver.js)
  *   GET    /api/v1/namespaces/{ns}/pods             list (labelSelector: k=v, k==v, k!=v, k, !k)
  *   GET    /api/v1/namespaces/{ns}/pods/{name}      read (status.phase Pending, Running once
  *                                                   `podRunningAfterMs` have passed since the create)
@@ -19,6 +22,25 @@ const crypto = require('node:crypto');
 const OBJECT_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|secrets)(?:\/([^/]+)(?:\/([^/]+))?)?$/;
 
 const KINDS = Object.freeze({ pods: 'Pod', secrets: 'Secret' });
+
+// A lowercase RFC 1123 subdomain, as the apiserver validates pod and secret names.
+const DNS1123_LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const DNS1123_SUBDOMAIN = new RegExp(`^${DNS1123_LABEL}(\\.${DNS1123_LABEL})*$`);
+const DNS1123_SUBDOMAIN_MAX = 253;
+const DNS1123_SUBDOMAIN_ERROR =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', " +
+  "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is " +
+  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/** The apiserver's complaints about a name (none: []), each as its field error message. */
+function nameErrors(name) {
+  const out = [];
+  if (name.length > DNS1123_SUBDOMAIN_MAX) {
+    out.push(`Invalid value: ${JSON.stringify(name)}: must be no more than ${DNS1123_SUBDOMAIN_MAX} characters`);
+  }
+  if (!DNS1123_SUBDOMAIN.test(name)) out.push(`Invalid value: ${JSON.stringify(name)}: ${DNS1123_SUBDOMAIN_ERROR}`);
+  return out;
+}
 
 /**
  * What an object path names: { namespace, resource, name, subresource, verb,
@@ -76,7 +98,8 @@ function parseLabelSelector(text) {
  * The store: pods and secrets of every namespace, by name, and `log`, every
  * create and delete that reached it ({ atMs, op, resource, namespace, name,
  * code }: 201/409/422 for a create, 200/404 for a delete).
- * `settings()` returns { podRunningAfterMs } at the time of each call.
+ * `settings()` returns { podRunningAfterMs, validateNames, admissionDenial }
+ * at the time of each call.
  */
 function createObjectStore(settings) {
   const objects = { pods: new Map(), secrets: new Map() };
@@ -99,8 +122,12 @@ function createObjectStore(settings) {
     log.push({ atMs: Date.now(), op, resource, namespace, name, code });
   }
 
-  /** { code, object } or { code, status: [reason, message, details] } */
-  function create(resource, namespace, body) {
+  /**
+   * { code, object } or { code, status: [reason, message, details] }.
+   * `options.admission`: the create came over the API, so `admissionDenial`
+   * applies (after validation, before the name is checked for use).
+   */
+  function create(resource, namespace, body, options = {}) {
     const name = body && body.metadata && typeof body.metadata.name === 'string' ? body.metadata.name : '';
     if (!name) {
       record('create', resource, namespace, '', 422);
@@ -108,6 +135,27 @@ function createObjectStore(settings) {
         code: 422,
         status: ['Invalid', `${KINDS[resource]} "" is invalid: metadata.name: Required value: name or generateName is required`, { kind: resource }],
       };
+    }
+    const current = settings();
+    if (current.validateNames) {
+      const errors = nameErrors(name);
+      if (errors.length > 0) {
+        record('create', resource, namespace, name, 422);
+        const causes = errors.map((message) => ({ reason: 'FieldValueInvalid', message, field: 'metadata.name' }));
+        return {
+          code: 422,
+          status: [
+            'Invalid',
+            `${KINDS[resource]} ${JSON.stringify(name)} is invalid: ${errors.map((m) => `metadata.name: ${m}`).join(', ')}`,
+            { name, kind: KINDS[resource], causes },
+          ],
+        };
+      }
+    }
+    const denial = options.admission ? current.admissionDenial : null;
+    if (denial && denial.resources.includes(resource)) {
+      record('create', resource, namespace, name, denial.code);
+      return { code: denial.code, status: [denial.reason, denial.message, { name, kind: resource }] };
     }
     const k = key(namespace, name);
     if (objects[resource].has(k)) {
@@ -205,4 +253,4 @@ function createObjectStore(settings) {
   return { create, get, list, remove, names, podForExec, markTerminating, log };
 }
 
-module.exports = { createObjectStore, parseObjectPath, parseLabelSelector, KINDS };
+module.exports = { createObjectStore, parseObjectPath, parseLabelSelector, nameErrors, KINDS };

@@ -56,6 +56,15 @@
  * - `markTerminating(resource, namespace, name)` gives a stored object a
  *   `deletionTimestamp` (a delete with a grace period that has not ended):
  *   it is still there, read and listed, and a create of its name gets 409.
+ * - `slow` answers as when healthy, `slowMs` (default 1000) late, on every
+ *   path: an apiserver behind a slow admission webhook or a slow etcd. The
+ *   request is handled when the delay ends, not when it arrives: a create
+ *   stores its object as the answer is sent, and an exec upgrade is
+ *   authorized and answered 101 (the command starts) only then. A request
+ *   whose client hung up before the delay ended is not handled at all (its
+ *   context is cancelled, as a real apiserver's is: nothing is stored, no
+ *   command starts) and is logged with status 'abandoned'. A request that
+ *   arrived in a `slow` phase is still answered late after the phase changes.
  * - `hang` keeps hung requests hung after the phase changes, until the client
  *   gives up, a later `refuse` phase, or close().
  * - `rulesReviewStatus` (an HTTP status 400..599, or null: off) makes healthy
@@ -65,6 +74,22 @@
  *   SelfSubjectAccessReviews are still answered from the Role. Unlike a fault
  *   phase it applies after authentication and to every SSRR until configure()
  *   sets it back to null.
+ * - `admissionDenial` (a message string, or { message, code?, reason?,
+ *   resources? }, or null: off) denies every create of a pod or a secret
+ *   (`resources`, default ['pods', 'secrets']) that passed authentication,
+ *   RBAC and validation, as an admission plugin (PodSecurity, ResourceQuota,
+ *   LimitRanger) or a validating webhook does: HTTP `code` (default 403)
+ *   with a Status of `reason` (default 'Forbidden'), the message exactly as
+ *   given, and details { name, kind }. Nothing is stored; `objectLog` logs
+ *   the create with that code. `seed()` is not subject to it. Settable at
+ *   run time with configure().
+ * - `validateNames` (default false: any non-empty name is accepted, as
+ *   before) makes a create whose metadata.name is not a lowercase RFC 1123
+ *   subdomain (pods, secrets: [a-z0-9]([-a-z0-9]*[a-z0-9])? parts joined by
+ *   '.', at most 253 characters) answer 422 Invalid with the Status a real
+ *   apiserver sends (message `Pod "Bad_Name" is invalid: metadata.name:
+ *   Invalid value: ...`, details.causes with field metadata.name), before
+ *   admission and before a 409 for a name in use. Settable with configure().
  * - Pods, secrets and exec obey the Role like the reviews do: a verb the Role
  *   does not grant gets 403 Forbidden (exec is authorized as `create` on
  *   pods/exec). An exec needs the pod to exist (else the upgrade is answered
@@ -129,6 +154,7 @@ const PHASES = Object.freeze([
   'trickle',
   'cutBody',
   'applyThenCut',
+  'slow',
 ]);
 
 // How a `cutBody` answer frames its body: a Content-Length, chunked
@@ -253,7 +279,7 @@ function checkPhase(name, options) {
   if (name === 'refuse' && share !== 1) {
     throw new RangeError('phase "refuse" closes the listener for everyone; share must be 1');
   }
-  for (const key of ['retryAfterSeconds', 'trickleMs', 'trickleBytes']) {
+  for (const key of ['retryAfterSeconds', 'trickleMs', 'trickleBytes', 'slowMs']) {
     if (opts[key] !== undefined && !(Number.isFinite(opts[key]) && opts[key] >= 0)) {
       throw new RangeError(`${key} must be a non-negative number, got ${JSON.stringify(opts[key])}`);
     }
@@ -291,6 +317,28 @@ function checkRulesReviewStatus(value) {
   return value;
 }
 
+const ADMISSION_RESOURCES = Object.freeze(['pods', 'secrets']);
+
+/** null, or { message, code, reason, resources } from a message string or an object. */
+function checkAdmissionDenial(value) {
+  if (value === undefined || value === null) return null;
+  const given = typeof value === 'string' ? { message: value } : value;
+  if (!given || typeof given !== 'object' || typeof given.message !== 'string' || !given.message) {
+    throw new TypeError(`admissionDenial must be a message string, { message, code?, reason?, resources? } or null, got ${JSON.stringify(value)}`);
+  }
+  const code = given.code === undefined ? 403 : given.code;
+  if (!Number.isInteger(code) || code < 400 || code > 599) {
+    throw new RangeError(`admissionDenial.code must be an HTTP status in 400..599, got ${JSON.stringify(given.code)}`);
+  }
+  const reason = given.reason === undefined ? 'Forbidden' : given.reason;
+  if (typeof reason !== 'string') throw new TypeError('admissionDenial.reason must be a string');
+  const resources = given.resources === undefined ? [...ADMISSION_RESOURCES] : given.resources;
+  if (!Array.isArray(resources) || resources.length === 0 || !resources.every((r) => ADMISSION_RESOURCES.includes(r))) {
+    throw new RangeError(`admissionDenial.resources must be a non-empty list of ${ADMISSION_RESOURCES.join(', ')}`);
+  }
+  return { message: given.message, code, reason, resources: [...resources] };
+}
+
 function portPickRange() {
   try {
     const text = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
@@ -322,6 +370,8 @@ const delay = (ms) =>
  * @param {object|null} [options.rulesStatus=null] answer every SSRR with exactly this `status` (malformed on purpose, say)
  * @param {object|null} [options.accessStatus=null] answer every SSAR with exactly this `status`
  * @param {number} [options.latencyMs=0] added latency for healthy answers
+ * @param {string|object|null} [options.admissionDenial=null] deny every create (see the header)
+ * @param {boolean} [options.validateNames=false] answer 422 Invalid to a create whose name is not an RFC 1123 subdomain
  * @param {number} [options.podRunningAfterMs=1000] a pod's phase is Pending this long after its create, then Running
  * @param {object[]} [options.execResults=[]] what an exec prints and how it exits (apiserver-exec.js)
  * @param {string[]} [options.execProtocols] the exec subprotocols allowed, in order of preference (all by default)
@@ -341,6 +391,8 @@ async function startApiServer(options = {}) {
     rulesStatus: options.rulesStatus || null,
     accessStatus: options.accessStatus || null,
     latencyMs: options.latencyMs || 0,
+    admissionDenial: checkAdmissionDenial(options.admissionDenial),
+    validateNames: Boolean(options.validateNames),
     podRunningAfterMs: checkNonNegative('podRunningAfterMs', options.podRunningAfterMs, 1000),
     execResults: checkExecResults(options.execResults),
     execProtocols: checkExecProtocols(options.execProtocols),
@@ -688,15 +740,31 @@ async function startApiServer(options = {}) {
         entry.status = 'hang';
         return; // never answer; close(), refuse or the client ends it
       }
-      if (phase !== 'healthy' && phase !== 'trickle' && phase !== 'applyThenCut') {
+      if (phase !== 'healthy' && phase !== 'trickle' && phase !== 'applyThenCut' && phase !== 'slow') {
         answerFault(req, res, entry, phase, kind, urlPath);
         return;
       }
-      const shape = phase === 'healthy' ? null : phase === 'trickle' ? 'trickle' : 'cut';
+      const shape = phase === 'healthy' || phase === 'slow' ? null : phase === 'trickle' ? 'trickle' : 'cut';
       const answer = () => answerHealthy(req, res, entry, kind, urlPath, text, tooLarge, shape);
+      if (phase === 'slow') {
+        // Handled when the delay ends; not at all when the client left first.
+        later(slowDelayMs() + config.latencyMs, () => {
+          if (res.destroyed || req.socket.destroyed) {
+            entry.status = 'abandoned';
+            return;
+          }
+          answer();
+        });
+        return;
+      }
       if (config.latencyMs > 0) later(config.latencyMs, answer);
       else answer();
     });
+  }
+
+  // The delay of a `slow` phase, read when its request arrives.
+  function slowDelayMs() {
+    return state.phaseOptions.slowMs === undefined ? 1000 : state.phaseOptions.slowMs;
   }
 
   // The HTTP status answer of a status fault phase: { code, object, headers }, or null for other phases.
@@ -912,7 +980,7 @@ async function startApiServer(options = {}) {
       if (body === null || typeof body !== 'object' || Array.isArray(body)) {
         return sendJson(res, entry, 400, statusObject(400, 'BadRequest', 'the request body is not a JSON object'));
       }
-      result = store.create(object.resource, object.namespace, body);
+      result = store.create(object.resource, object.namespace, body, { admission: true });
     } else if (object.op === 'get') {
       result = store.get(object.resource, object.namespace, object.name);
     } else if (object.op === 'list') {
@@ -980,6 +1048,16 @@ async function startApiServer(options = {}) {
       return;
     }
     const go = () => upgradeHealthy(req, socket, head, entry, search, urlPath, phase === 'applyThenCut');
+    if (phase === 'slow') {
+      later(slowDelayMs() + config.latencyMs, () => {
+        if (socket.destroyed) {
+          entry.status = 'abandoned';
+          return;
+        }
+        go();
+      });
+      return;
+    }
     const waitMs = phase === 'trickle' ? (state.phaseOptions.trickleMs === undefined ? 200 : state.phaseOptions.trickleMs) : config.latencyMs;
     if (waitMs > 0) later(waitMs, go);
     else go();
@@ -1220,7 +1298,8 @@ async function startApiServer(options = {}) {
     },
     /**
      * Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete,
-     * rulesReviewStatus, latencyMs, podRunningAfterMs, execResults, execProtocols.
+     * rulesReviewStatus, latencyMs, podRunningAfterMs, execResults, execProtocols,
+     * admissionDenial, validateNames.
      */
     configure(partial) {
       for (const key of Object.keys(partial || {})) {
@@ -1229,6 +1308,8 @@ async function startApiServer(options = {}) {
         else if (key === 'podRunningAfterMs') config[key] = checkNonNegative(key, partial[key], 1000);
         else if (key === 'execResults') config[key] = checkExecResults(partial[key]);
         else if (key === 'execProtocols') config[key] = checkExecProtocols(partial[key]);
+        else if (key === 'admissionDenial') config[key] = checkAdmissionDenial(partial[key]);
+        else if (key === 'validateNames') config[key] = Boolean(partial[key]);
         else config[key] = key === 'rulesIncomplete' ? Boolean(partial[key]) : partial[key];
       }
     },

@@ -1364,3 +1364,144 @@ describe('CLI mode: triggers, and the object and exec logs', { timeout: 30_000 }
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('slow answers, admission denials and name validation', { timeout: 30_000 }, () => {
+  const { performance } = require('node:perf_hooks');
+  const PODS = '/api/v1/namespaces/ci/pods';
+  const SECRETS = '/api/v1/namespaces/ci/secrets';
+  let server;
+  let dir;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-slow-'));
+    server = await startApiServer({ token: 'test-token', namespace: 'ci', role: fullRole(), podRunningAfterMs: 0 });
+  });
+  after(async () => {
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const createPod = (name, options = {}) => request(server, { path: PODS, body: podBody(name), ...options });
+  const createSecret = (name) => request(server, { path: SECRETS, body: secretBody(name) });
+  const logOf = (name) => server.objectLog.filter((e) => e.name === name).map((e) => `${e.op} ${e.code}`);
+
+  it('slow: a create is answered slowMs late and stored only as its answer goes out, even after the phase changed', async () => {
+    await server.setPhase('slow', { slowMs: 600 });
+    const started = performance.now();
+    const pending = createPod('p-slow');
+    await waitFor(() => server.requests.some((r) => r.name === undefined && r.route === 'create pods' && r.phase === 'slow'), 2000);
+    await server.setPhase('healthy'); // the request already arrived in `slow`
+    await sleep(300);
+    assert.ok(!server.objects('pods').includes('ci/p-slow'), 'stored before the delay ended');
+    const res = await pending;
+    const elapsed = performance.now() - started;
+    assert.equal(res.status, 201, res.text);
+    assert.equal(JSON.parse(res.text).metadata.name, 'p-slow');
+    assert.ok(elapsed >= 590, `answered after ${elapsed.toFixed(0)} ms`);
+    assert.ok(server.objects('pods').includes('ci/p-slow'));
+    assert.equal(server.requests.at(-1).status, 201);
+    // A read in the same phase, and a healthy one: the delay is the phase's only.
+    await server.setPhase('slow', { slowMs: 400 });
+    const t0 = performance.now();
+    assert.equal((await request(server, { path: `${PODS}/p-slow`, method: 'GET' })).status, 200);
+    assert.ok(performance.now() - t0 >= 390);
+    await server.setPhase('healthy');
+    const t1 = performance.now();
+    assert.equal((await request(server, { path: `${PODS}/p-slow`, method: 'GET' })).status, 200);
+    assert.ok(performance.now() - t1 < 390);
+    assert.throws(() => server.setPhase('slow', { slowMs: -1 }), /slowMs/);
+  });
+
+  it('slow: a create whose client hung up before the delay ended is not handled (status abandoned, nothing stored)', async () => {
+    await server.setPhase('slow', { slowMs: 500 });
+    try {
+      const e = await expectClientError(createPod('p-abandoned', { timeoutMs: 150 }));
+      assert.equal(e.code, 'TEST_TIMEOUT');
+    } finally {
+      await server.setPhase('healthy');
+    }
+    const entry = server.requests.filter((r) => r.route === 'create pods').at(-1);
+    await waitFor(() => entry.status !== null, 2000);
+    assert.equal(entry.status, 'abandoned');
+    assert.ok(!server.objects('pods').includes('ci/p-abandoned'));
+    assert.deepEqual(logOf('p-abandoned'), []);
+  });
+
+  it('slow on the exec upgrade: the 101 (and the command) come slowMs late', async () => {
+    const kc = kubeConfigFor(server, dir);
+    server.seed('pods', 'ci', podBody('p-exec'));
+    await server.setPhase('slow', { slowMs: 700 });
+    const before = server.execs.length;
+    const started = performance.now();
+    try {
+      const run = runExec(kc, 'p-exec', ['sh', '-c', 'echo slow'], { timeoutMs: 5000 });
+      await sleep(350);
+      assert.equal(server.execs.length, before, 'the command started before the delay ended');
+      assert.equal((await run).status.status, 'Success');
+    } finally {
+      await server.setPhase('healthy');
+    }
+    assert.ok(performance.now() - started >= 690);
+    assert.equal(server.execs.length, before + 1);
+    assert.equal(server.requests.filter((r) => r.route === 'exec pods').at(-1).status, 101);
+  });
+
+  it('admissionDenial: every create is answered with the denial (403 Forbidden, the exact message); nothing stored', async () => {
+    const message = 'pods "p-psa" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false';
+    server.configure({ admissionDenial: message });
+    try {
+      const res = await createPod('p-psa');
+      const status = assertStatus(res, 403, 'Forbidden');
+      assert.equal(status.message, message);
+      assert.deepEqual(status.details, { name: 'p-psa', kind: 'pods' });
+      assertStatus(await createSecret('s-denied'), 403, 'Forbidden');
+      assert.ok(!server.objects('pods').includes('ci/p-psa'));
+      assert.ok(!server.objects('secrets').includes('ci/s-denied'));
+      assert.deepEqual(logOf('p-psa'), ['create 403']);
+      // Reads are not admitted: unaffected. seed() is not a request: unaffected.
+      assert.equal((await request(server, { path: PODS, method: 'GET' })).status, 200);
+      assert.equal(server.seed('pods', 'ci', podBody('p-seeded')).code, 201);
+      // RBAC comes first.
+      server.configure({ role: roleWithout('create', 'pods') });
+      assert.match(assertStatus(await createPod('p-rbac'), 403, 'Forbidden').message, /cannot create resource "pods"/);
+      server.configure({ role: fullRole() });
+      // Another code and reason, pods only.
+      server.configure({ admissionDenial: { message: 'admission webhook "deny.example.com" denied the request: no', code: 400, reason: 'BadRequest', resources: ['pods'] } });
+      assert.equal(assertStatus(await createPod('p-webhook'), 400, 'BadRequest').message, 'admission webhook "deny.example.com" denied the request: no');
+      assert.equal((await createSecret('s-allowed')).status, 201);
+      assert.throws(() => server.configure({ admissionDenial: { code: 403 } }), /admissionDenial/);
+      assert.throws(() => server.configure({ admissionDenial: { message: 'x', code: 200 } }), /admissionDenial\.code/);
+      assert.throws(() => server.configure({ admissionDenial: { message: 'x', resources: ['configmaps'] } }), /admissionDenial\.resources/);
+    } finally {
+      server.configure({ admissionDenial: null, role: fullRole() });
+    }
+    assert.equal((await createPod('p-psa')).status, 201);
+    assert.deepEqual(logOf('p-psa'), ['create 403', 'create 201']);
+  });
+
+  it('validateNames: off by default (any name); on, a name that is not an RFC 1123 subdomain is 422 Invalid, before admission and 409', async () => {
+    assert.equal((await createPod('Bad_Name')).status, 201, 'the default accepts any non-empty name, as before');
+    server.configure({ validateNames: true });
+    try {
+      const status = assertStatus(await createPod('Bad_Name'), 422, 'Invalid');
+      const field =
+        'Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, ' +
+        "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for " +
+        "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+      assert.equal(status.message, `Pod "Bad_Name" is invalid: metadata.name: ${field}`);
+      assert.deepEqual(status.details, {
+        name: 'Bad_Name',
+        kind: 'Pod',
+        causes: [{ reason: 'FieldValueInvalid', message: field, field: 'metadata.name' }],
+      });
+      for (const bad of ['-x', 'x-', 'a..b', 'UPPER', 'a'.repeat(254)]) {
+        assertStatus(await createPod(bad), 422, 'Invalid');
+      }
+      assert.equal((await createPod('ok.name-1')).status, 201);
+      server.configure({ admissionDenial: 'denied' });
+      assertStatus(await createPod('Also_Bad'), 422, 'Invalid');
+      assertStatus(await createPod('fine'), 403, 'Forbidden');
+    } finally {
+      server.configure({ validateNames: false, admissionDenial: null });
+    }
+    assert.deepEqual(logOf('Bad_Name'), ['create 201', 'create 422']);
+  });
+});

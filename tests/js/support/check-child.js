@@ -19,7 +19,7 @@ const check = preflight.createAuthPreflight({
   env: options.env,
   logger: { info() {}, warning: (m) => warnings.push(m), error: (m) => warnings.push(m) },
 });
-const started = Date.now();
+const started = performance.now();
 check.isAuthPermissionsOK().then(
   (ok) => report({ ok }),
   (e) => report({ error: { code: e && e.code, message: e && e.message } }),
@@ -30,7 +30,7 @@ function report(result) {
   const line = {
     flavour,
     ...result,
-    elapsedMs: Date.now() - started,
+    elapsedMs: performance.now() - started,
     requests: outcome && outcome.requests,
     source: outcome && outcome.source,
     warnings,

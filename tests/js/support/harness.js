@@ -44,6 +44,8 @@ function fastEnv(overrides = {}) {
     ACTIONS_RUNNER_PREFLIGHT_BASE_DELAY_MS: '50',
     ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS: '400',
     ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '500',
+    // A wrapped call's attempt is abandoned after this (65 s by default).
+    ACTIONS_RUNNER_PREFLIGHT_CALL_REQUEST_TIMEOUT_MS: '2000',
     ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS: '10000',
     ACTIONS_RUNNER_PREFLIGHT_SEED: '20240611',
   };
@@ -161,9 +163,9 @@ function expectedReview([verb, resource, subresource], namespace = NAMESPACE) {
 
 /** Resolves when `predicate()` is true; rejects after `timeoutMs`. */
 async function waitFor(predicate, timeoutMs, what) {
-  const start = Date.now();
+  const start = performance.now();
   while (!predicate()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
