@@ -206,11 +206,6 @@ const BAD_HEADER_CODES: &[&str] = &["ERR_INVALID_CHAR", "ERR_HTTP_INVALID_HEADER
 /// class's reason, with the client's message when it says more.
 pub fn describe(class: &Class, facts: &ErrorFacts) -> String {
     let why = class.why();
-    // An answer's own explanation says more than any client's wrapping of
-    // it ("HTTP-Code: 403 Message: Unknown API Status Code! Body: ...").
-    if let Some(said) = facts.api_status().and_then(|s| s.describe()) {
-        return format!("{why} ({})", shorten(&said));
-    }
     let detail = facts.message.trim().trim_end_matches('.');
     // An abort's message ("The user aborted a request.", "This operation was
     // aborted") depends on the client and says nothing more than the flag.
@@ -220,6 +215,17 @@ pub fn describe(class: &Class, facts: &ErrorFacts) -> String {
         detail.to_string()
     } else {
         format!("{why}: {detail}")
+    }
+}
+
+/// [`describe`], with the apiserver's own explanation (the reason and
+/// message of the `Status` in the answer's body) when there is one: it
+/// says more than any client's wrapping of it (`HTTP-Code: 403 Message:
+/// Unknown API Status Code! Body: ...`).
+pub fn describe_answer(class: &Class, facts: &ErrorFacts) -> String {
+    match facts.api_status().and_then(|s| s.describe()) {
+        Some(said) => format!("{} ({})", class.why(), shorten(&said)),
+        None => describe(class, facts),
     }
 }
 

@@ -11,7 +11,7 @@ use super::ownership::{Judgement, Ownership};
 use super::policy::{self, Decision, Refusal};
 use super::spec::CallSpec;
 use crate::api_status::Forbidden;
-use crate::classify::{classify, describe, Class, ErrorFacts};
+use crate::classify::{classify, describe_answer, Class, ErrorFacts};
 use crate::config::Settings;
 use crate::millis;
 use crate::random::RandomSource;
@@ -544,7 +544,7 @@ impl Call {
         };
         let stage = stage.unwrap_or_else(|| FailureStage::of(&facts));
         let class = classify(&facts, now, self.max_retry_after);
-        let evidence = describe(&class, &facts);
+        let evidence = describe_answer(&class, &facts);
         let refusal = self.refusal(&stage, &facts, now);
         self.fault = messages::Fault::of(&stage, refusal != Refusal::None);
         let attempt = match sent {
