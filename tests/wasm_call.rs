@@ -50,7 +50,8 @@ fn a_read_is_sent_with_a_timeout_and_waits_for_it() {
     assert_eq!(
         all(&actions),
         [
-            r#"{"type":"send","probe":1,"attempt":1,"request":{"kind":"call"},"timeoutMs":10000}"#,
+            // Awaited 65 s by the host; another copy may go out at 10 s.
+            r#"{"type":"send","probe":1,"attempt":1,"request":{"kind":"call"},"timeoutMs":65000}"#,
             r#"{"type":"wait","untilMs":1792548936000}"#,
         ]
     );
