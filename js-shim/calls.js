@@ -9,55 +9,50 @@
 const core = require('../pkg/k8s_auth_preflight.js');
 const { execute } = require('./execute');
 const { completeLogger } = require('./log');
-const { errorDescriber } = require('./facts');
+const { errorDescriber, textRedactor } = require('./facts');
 const { CallGaveUpError } = require('./errors');
 const { steadyClock, environment, withAbortSignal, capturingBody, readCredential } = require('./host');
 
 /**
- * Error facts with the kubeconfig's credential hidden (read once, when the
- * wrapper is made, as the check reads it, without its warnings), and
- * whatever follows `Bearer ` or `Basic ` scrubbed.
+ * What errors of calls through `kc` must hide: its credential (read once,
+ * when the wrapper is made, as the check reads it, without its warnings),
+ * and whatever follows `Bearer ` or `Basic `. `describeError` gives error
+ * facts, `redact` a text.
  */
-function describerFor(kc) {
+function secretsOf(kc) {
   const silent = { warning() {} };
-  return errorDescriber(readCredential(kc, silent), null);
+  const credential = readCredential(kc, silent);
+  return { describeError: errorDescriber(credential, null), redact: textRedactor(credential) };
 }
 
 // One core policy per settings environment (process.env, or a host's env
 // object): its settings are read, and warned about, once per process, and
 // its calls share what they learn of an outage (src/call/outage.rs), however
-// many wrappers the host makes (the hooks make an Exec per exec).
+// many wrappers the host makes (the hooks make an Exec per exec). Its calls
+// share one steady clock too: what the policy remembers of one call is
+// compared with another's times, and a wall clock that steps between them
+// must move neither. The clock reads the first wrapper's `now` (else
+// Date.now) once.
 const policies = new WeakMap();
 
-function corePolicy(env, logger) {
-  let policy = env !== null && typeof env === 'object' ? policies.get(env) : undefined;
-  if (!policy) {
-    policy = new core.CallPolicy(env);
-    for (const warning of policy.warnings()) logger.warning(warning);
-    if (env !== null && typeof env === 'object') policies.set(env, policy);
+function corePolicy(env, logger, now) {
+  let entry = env !== null && typeof env === 'object' ? policies.get(env) : undefined;
+  if (!entry) {
+    entry = { policy: new core.CallPolicy(env), clock: steadyClock(now || Date.now) };
+    for (const warning of entry.policy.warnings()) logger.warning(warning);
+    if (env !== null && typeof env === 'object') policies.set(env, entry);
   }
-  return policy;
+  return entry;
 }
-
-// One steady clock for every call of the process: what the policy
-// remembers of one call is compared with another's times, and a wall
-// clock that steps between them must not move either.
-let processClock = null;
 
 /** The policy of one set of options, where its lines go, and what its errors hide. */
 function callPolicy(kc, options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
   const logger = completeLogger(options.logger);
-  if (!options.now && processClock === null) processClock = steadyClock(Date.now);
-  const clock = options.now ? steadyClock(options.now) : processClock;
-  return {
-    policy: corePolicy(environment(options), logger),
-    logger,
-    options,
-    clock,
-    cluster: clusterOf(kc),
-    describeError: describerFor(kc),
-  };
+  const { policy, clock } = corePolicy(environment(options), logger, options.now);
+  // The Exec and Log helpers read the kubeconfig's current cluster at each
+  // call: so does the outage memory.
+  return { policy, logger, options, clock, cluster: () => clusterOf(kc), ...secretsOf(kc) };
 }
 
 /** The server URL of `kc`'s current cluster, or undefined. */
@@ -80,7 +75,8 @@ function clusterOf(kc) {
  */
 async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = false) {
   const clock = state.clock;
-  const machine = state.policy.call(state.cluster === undefined ? spec : { ...spec, cluster: state.cluster }, clock());
+  const cluster = state.cluster();
+  const machine = state.policy.call(cluster === undefined ? spec : { ...spec, cluster }, clock());
   const values = new Map();
   const errors = new Map();
   // The caller's own abort signal (set by its call options' middleware):
@@ -95,6 +91,8 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
     else signal.addEventListener('abort', () => stop.abort(), { once: true });
   };
   let outcome;
+  // The attempt made last, as the client returned it.
+  let latest = null;
   try {
     outcome = await execute(
       machine,
@@ -106,7 +104,9 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
               values.set(action.probe, value);
               return { type: 'readBack', body };
             }
-            const value = await settleOrAbort(attempt(signal, onCallerSignal, action), signal, onLate);
+            const made = Promise.resolve(attempt(signal, onCallerSignal, action));
+            latest = made;
+            const value = await settleOrAbort(made, signal, onLate);
             values.set(action.probe, value);
             return { type: 'succeeded' };
           } catch (thrown) {
@@ -132,17 +132,23 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
   } finally {
     machine.free();
   }
-  if (outcome === null) throw cancelled !== undefined ? cancelled : callerSignal.reason;
+  // Cancelled by the caller: the client's own answer to the abort, as the
+  // plain call gives it (its request got the caller's signal too), else
+  // the caller's reason; never an abort of ours.
+  if (outcome === null) {
+    const own = cancelled !== undefined && !isOurAbort(cancelled) ? cancelled : await ownError(latest);
+    throw own !== undefined ? withoutSecrets(own, state.redact) : callerSignal.reason;
+  }
   switch (outcome.type) {
     case 'return':
       return values.get(outcome.request);
     case 'deleted':
       return undefined;
     case 'throw':
-      throw errors.get(outcome.request);
+      throw withoutSecrets(errors.get(outcome.request), state.redact);
     default: {
       const last = outcome.lastRequest === null ? undefined : errors.get(outcome.lastRequest);
-      if (rethrowLast && last !== undefined) throw last;
+      if (rethrowLast && last !== undefined) throw withoutSecrets(last, state.redact);
       // The raw error may carry the request (its headers, the token);
       // the give-up keeps only what its facts say, the credential hidden.
       throw new CallGaveUpError(outcome.message, last === undefined ? undefined : redactedCopy(state.describeError(last, false)));
@@ -187,10 +193,76 @@ function redactedCopy(facts) {
   return copy;
 }
 
+const OUR_ABORT = Symbol('aborted by the call policy');
+
+// How long a cancelled call waits for its client's own error.
+const OWN_ERROR_WAIT_MS = 1_000;
+
+/** What `made` rejects with within OWN_ERROR_WAIT_MS, or undefined. */
+async function ownError(made) {
+  if (!made) return undefined;
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(undefined), OWN_ERROR_WAIT_MS);
+  });
+  try {
+    return await Promise.race([made.then(() => undefined, (error) => error), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isOurAbort(error) {
+  return error !== null && typeof error === 'object' && error[OUR_ABORT] === true;
+}
+
 function abortError() {
   const error = new Error('The operation was aborted');
   error.name = 'AbortError';
+  error[OUR_ABORT] = true;
   return error;
+}
+
+/**
+ * The client's own error, thrown as the plain client throws it, with the
+ * credential hidden from its texts (a token the HTTP client would not send
+ * is quoted in its message). The `ws` client's error event holds its
+ * WebSocket, whose request holds the `Authorization` header: the event is
+ * thrown as a copy of the same class without it.
+ */
+function withoutSecrets(error, redact) {
+  if (error === null || typeof error !== 'object') return error;
+  try {
+    const target = 'target' in error ? error.target : undefined;
+    const thrown = target !== null && typeof target === 'object' ? eventWithoutTarget(error, target) : error;
+    for (const key of ['message', 'stack', 'body']) scrubText(thrown, key, redact);
+    const inner = thrown.error;
+    if (inner && typeof inner === 'object') for (const key of ['message', 'stack']) scrubText(inner, key, redact);
+    return thrown;
+  } catch {
+    return error; // a revoked Proxy, a throwing getter: as it came
+  }
+}
+
+function eventWithoutTarget(event, target) {
+  const copy = Object.create(Object.getPrototypeOf(event));
+  for (const key of Reflect.ownKeys(event)) {
+    const value = event[key];
+    Object.defineProperty(copy, key, { value: value === target ? null : value, writable: true, enumerable: true, configurable: true });
+  }
+  return copy;
+}
+
+function scrubText(object, key, redact) {
+  const value = object[key];
+  if (typeof value !== 'string') return;
+  const hidden = redact(value);
+  if (hidden === value) return;
+  try {
+    object[key] = hidden;
+  } catch {
+    // read-only: nothing to do
+  }
 }
 
 // ---- API clients ---------------------------------------------------------
@@ -268,7 +340,11 @@ function resilientKubeConfig(kc, options) {
     throw new TypeError('resilientKubeConfig(kc): kc must be a loaded KubeConfig');
   }
   const state = callPolicy(kc, options);
-  return replaceMethod(kc, 'makeApiClient', (apiClass) => wrapApi(kc.makeApiClient(apiClass), state));
+  // A client is bound to the cluster current when it is made.
+  return replaceMethod(kc, 'makeApiClient', (apiClass) => {
+    const cluster = clusterOf(kc);
+    return wrapApi(kc.makeApiClient(apiClass), { ...state, cluster: () => cluster });
+  });
 }
 
 /** `helper` with `method` replaced by `wrapped`; everything else its own. */
@@ -407,10 +483,34 @@ function closeSocket(socket) {
  */
 async function retryK8sApiCall(fn, options = {}) {
   if (typeof fn !== 'function') throw new TypeError('retryK8sApiCall(fn): fn must be a function');
-  const state = callPolicy(null, options);
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const kc = options.kubeConfig || defaultKubeConfig();
+  const state = callPolicy(kc, options);
+  if (typeof options.cluster === 'string') state.cluster = () => options.cluster;
   const method = text(options.method);
   const spec = method ? { method } : { method: 'retryK8sApiCall', operation: 'read' };
   return runCall(state, spec, (signal) => fn(signal), noReadBack, undefined, true);
+}
+
+// The kubeconfig `fn` most likely uses: the default one (KUBECONFIG, else
+// ~/.kube/config, else in-cluster), read once per KUBECONFIG value. Its
+// credential is what errors must hide, its server the outage's cluster.
+const defaults = new Map();
+
+function defaultKubeConfig() {
+  const key = String(process.env.KUBECONFIG);
+  if (!defaults.has(key)) {
+    let kc = null;
+    try {
+      const k8s = require('@kubernetes/client-node');
+      kc = new k8s.KubeConfig();
+      kc.loadFromDefault();
+    } catch {
+      kc = null;
+    }
+    defaults.set(key, kc);
+  }
+  return defaults.get(key);
 }
 
 module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall };

@@ -138,6 +138,7 @@ export function isAuthPermissionsOK(): Promise<boolean>;
 export interface CallOptions {
   env?: Record<string, string | undefined>;
   logger?: PreflightLogger;
+  /** The wall clock, read once per settings environment; the calls then run on the monotonic clock. */
   now?: () => number;
   observer?: (event: Record<string, unknown>) => void;
 }
@@ -146,6 +147,14 @@ export interface RetryOptions extends CallOptions {
   random?: () => number;
   /** The client method fn makes (its kind's rules apply); without it, fn is retried as a read. */
   method?: string;
+  /**
+   * The kubeconfig fn's client uses: its credential is hidden from every
+   * line and error, and its server is the cluster an outage is remembered
+   * for. Default: the default kubeconfig (KUBECONFIG, ~/.kube/config, in-cluster).
+   */
+  kubeConfig?: object;
+  /** The cluster fn calls (its server URL), when it is not kubeConfig's. */
+  cluster?: string;
 }
 
 /**
@@ -183,18 +192,21 @@ export interface ResilientLog {
 
 /**
  * An Exec for kc whose exec(...) retries the connection's set-up only when
- * the command provably never started (refused, TLS or DNS failed, or the
- * upgrade answered with an HTTP status). An open stream is never retried.
+ * the command provably never started: the connection that would carry it
+ * was never made (refused, unreachable, TLS or DNS failed, a proxy that
+ * could not reach the apiserver). An HTTP answer instead of the protocol
+ * switch, or an open stream, is never retried.
  */
 export function resilientExec<E extends ResilientExec = ResilientExec>(kc: object, options?: CallOptions): E;
 
-/** A Log for kc whose log(...) retries its set-up as resilientExec does. */
+/** A Log for kc whose log(...) is retried as a read. */
 export function resilientLog<L extends ResilientLog = ResilientLog>(kc: object, options?: CallOptions): L;
 
 /**
  * A call the policy gave up on: the message says which call, for how long,
- * the last error, and that the API failed, not the job; `cause` is the last
- * error the call got.
+ * the last error, and whose fault it was; `cause` is a copy of the last
+ * error the call got (its name, status or code, codes and message, the
+ * credential hidden).
  */
 export class CallGaveUpError extends Error {
   readonly code: 'PREFLIGHT_CALL_GAVE_UP';

@@ -334,7 +334,7 @@ pub const VARIABLES: &[Variable] = &[
         accepts: "a whole number of ms from 100 to 600000",
         default: "65000",
         #[cfg(test)]
-        meaning: "how long one attempt of a wrapped call is awaited before it is abandoned (past the apiserver's own 60 s, so a slow answer is never cut off); a read with no answer after `REQUEST_TIMEOUT_MS` sends one second copy meanwhile, and the first answer wins",
+        meaning: "how long one attempt of a wrapped call (an exec's TLS handshake too) is awaited before it is abandoned (past the apiserver's own 60 s, so a slow answer is never cut off); a read with no answer after `REQUEST_TIMEOUT_MS` sends other copies meanwhile, each cut at `REQUEST_TIMEOUT_MS` (two out at most), and the first answer wins",
         kind: Kind::Millis { min: 100, max: 600_000, set: |s, d| s.call_request_timeout = d },
     },
     Variable {

@@ -183,22 +183,19 @@ impl FailureStage {
         }
     }
 
-    /// For a streaming connection (exec, attach, log): true when the
-    /// command provably never started, so the set-up may be sent again.
-    /// The connection was never made, or the upgrade was answered, instead
-    /// of switching protocols, with a status that says the request was not
-    /// handled: 401 and 403 (refused before anything runs), 429 (priority
-    /// and fairness sheds before), 503 (no backend, or an apiserver
-    /// shutting down). Not 500, 502 or 504: a gateway in front of the
-    /// apiserver answers those after it forwarded the upgrade, and the
-    /// command may have started (the `ws` client shows the status, not who
-    /// sent it). Never after our timeout or an unknown failure: the upgrade
+    /// For a streaming connection (exec, attach, port-forward): true when
+    /// the command provably never started, so the set-up may be sent
+    /// again: the connection that would have carried it was never made
+    /// (refused, unreachable, a proxy that could not reach the apiserver,
+    /// DNS, TLS), or the client would not send it. Never for an HTTP
+    /// answer instead of the protocol switch: a gateway in front of the
+    /// apiserver may answer any status (a 503 "reset before headers", a
+    /// 401 of its own) after it forwarded the upgrade and the command
+    /// started, and the `ws` client shows the status, not who sent it.
+    /// Never after our timeout or an unknown failure either: the upgrade
     /// may have been accepted and the command started.
     pub fn setup_may_be_retried(&self) -> bool {
-        match self {
-            FailureStage::Answered { status } => matches!(status, 401 | 403 | 429 | 503),
-            other => other.never_reached(),
-        }
+        self.never_reached()
     }
 
     /// A short description for debug lines.
@@ -409,10 +406,6 @@ mod tests {
             FailureStage::Dns,
             FailureStage::Tls,
             FailureStage::NotSent,
-            FailureStage::Answered { status: 503 },
-            FailureStage::Answered { status: 429 },
-            FailureStage::Answered { status: 401 },
-            FailureStage::Answered { status: 403 },
         ];
         for stage in retried {
             assert!(stage.setup_may_be_retried(), "{stage:?}");
@@ -420,6 +413,10 @@ mod tests {
         let not_retried = [
             FailureStage::TimedOut,
             FailureStage::Unknown,
+            FailureStage::Answered { status: 503 },
+            FailureStage::Answered { status: 429 },
+            FailureStage::Answered { status: 401 },
+            FailureStage::Answered { status: 403 },
             FailureStage::Answered { status: 400 },
             FailureStage::Answered { status: 404 },
             FailureStage::Answered { status: 500 },

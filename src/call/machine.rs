@@ -330,8 +330,10 @@ impl Call {
                     request: self.requests,
                     attempt: self.attempts,
                     timeout_ms,
+                    // A TLS handshake as slow as an answer may be is not cut
+                    // short: only one that outlasts it is a stale endpoint.
                     connect_timeout_ms: (self.operation == Operation::Connect)
-                        .then_some(self.request_timeout_ms),
+                        .then_some(self.abandon_after_ms),
                 }
             }
             State::ReadBackDue { at_ms, conflict } if at_ms <= now => {
@@ -401,7 +403,10 @@ impl Call {
         };
         if self.retried > 0 {
             let last = self.last_error.clone().unwrap_or_default();
-            let line = messages::recovered(&self.what, number, now - self.started_ms, &last);
+            // Every attempt sent counts, a read's first copy answering last
+            // included.
+            let attempts = self.attempts.max(number);
+            let line = messages::recovered(&self.what, attempts, now - self.started_ms, &last);
             self.pending.push(CallAction::Info { message: line });
         }
         self.debug(request, Some(number), "answered", "done", now);

@@ -50,9 +50,18 @@ pub fn starts_failing(what: &str, evidence: &str, deadline_ms: u64) -> String {
 /// The line printed when a call that failed succeeds after all.
 pub fn recovered(what: &str, attempts: u32, tried_ms: u64, last_error: &str) -> String {
     format!(
-        "The Kubernetes API answered {what} after {attempts} attempts in {} (it failed transiently: {last_error}).",
+        "The Kubernetes API answered {what} after {} in {} (it failed transiently: {last_error}).",
+        count(attempts),
         seconds(tried_ms)
     )
+}
+
+/// `1 attempt`, `3 attempts`.
+fn count(attempts: u32) -> String {
+    match attempts {
+        1 => "1 attempt".to_string(),
+        n => format!("{n} attempts"),
+    }
 }
 
 /// The line printed when a create's retry met its own earlier success.
@@ -73,10 +82,7 @@ pub fn gave_up(
     note: Option<&str>,
     fault: Fault,
 ) -> String {
-    let attempts = match attempts {
-        1 => "1 attempt".to_string(),
-        n => format!("{n} attempts"),
-    };
+    let attempts = count(attempts);
     let note = match note {
         Some(note) => format!(" It was {note}."),
         None => String::new(),

@@ -7,7 +7,7 @@
 //! | read, list | what the check retries ([`crate::classify`]) | none |
 //! | create | the same, while a retry cannot make a second object | 409 on a retry after an attempt that may have been applied: read back, returned only if ours ([`super::Ownership`]); a 409 otherwise is the caller's |
 //! | delete | the same | 404 on a retry after an attempt that may have been applied: done |
-//! | connect | a set-up that provably never started the command ([`FailureStage::setup_may_be_retried`]) | an open stream is never retried |
+//! | connect | a set-up whose connection was provably never made ([`FailureStage::setup_may_be_retried`]) | an open stream is never retried; an HTTP answer instead of the switch is the caller's (4xx) or may have started the command (5xx) |
 //! | pass-through | never | none |
 
 use super::failure_stage::FailureStage;
@@ -126,7 +126,11 @@ pub fn after_failure(operation: Operation, sent: Option<&Ownership>, attempt: At
             retry_if_transient()
         }
         Operation::Connect => {
-            if attempt.stage.setup_may_be_retried() {
+            if *attempt.stage == FailureStage::NotSent {
+                // A header the client will not send fails every attempt
+                // the same way: the plain client's error, at once.
+                Decision::Throw
+            } else if attempt.stage.setup_may_be_retried() {
                 Decision::Retry
             } else if status.is_some_and(|s| s < 500) {
                 // The apiserver refused the upgrade (400, 404, ...): its
@@ -296,6 +300,8 @@ mod tests {
             decide(Connect, 1, FailureStage::Tls, fatal(), false),
             Decision::Retry
         );
+        // An answer instead of the switch proves nothing: a gateway may
+        // have forwarded the upgrade first.
         assert_eq!(
             decide(
                 Connect,
@@ -304,7 +310,21 @@ mod tests {
                 transient(),
                 false
             ),
-            Decision::Retry
+            Decision::Stop(SETUP_MAY_HAVE_STARTED)
+        );
+        assert_eq!(
+            decide(
+                Connect,
+                1,
+                FailureStage::Answered { status: 401 },
+                transient(),
+                false
+            ),
+            Decision::Throw
+        );
+        assert_eq!(
+            decide(Connect, 1, FailureStage::NotSent, fatal(), false),
+            Decision::Throw
         );
         assert_eq!(
             decide(
@@ -353,9 +373,15 @@ mod tests {
                 Decision::Throw,
                 "{op:?}"
             );
+            // An exec's upgrade answered 401 or 403 is thrown at once: an
+            // answer proves nothing about whether the command started.
+            let within = match op {
+                Operation::Connect => Decision::Throw,
+                _ => Decision::Retry,
+            };
             assert_eq!(
                 go(Refusal::Authorization { window_over: false }),
-                Decision::Retry,
+                within,
                 "{op:?}"
             );
         }

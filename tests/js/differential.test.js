@@ -498,10 +498,12 @@ describe(`${F} differential: final answers (rows 2, 5)`, { concurrency: true }, 
 describe(`${F} differential: transient faults for 2 s, then healthy (row 6)`, { concurrency: true }, () => {
   const faults = ['error500', 'unavailable503', 'reset', 'refuse'];
   // Documented rules (docs/CALLS.md "What is never retried"): an exec set-up
-  // answered 500 may have been forwarded by a gateway and started the
-  // command; one reset after its request went out may have started it too.
+  // answered with any status may have been forwarded by a gateway and
+  // started the command; one reset after its request went out may have
+  // started it too.
   const notForExec = {
     error500: 'an exec set-up answered 500 is never retried (a gateway may have forwarded it): docs/CALLS.md',
+    unavailable503: 'an exec set-up answered 503 is never retried (a gateway answers 503 after it forwarded the upgrade too): docs/CALLS.md; tests/js/call-proofs.test.js',
     reset: 'an exec set-up reset after its request went out is never retried (the command may have started): docs/CALLS.md',
   };
   const cases = [];
