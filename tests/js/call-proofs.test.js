@@ -16,7 +16,7 @@ const net = require('node:net');
 const util = require('node:util');
 const { Writable } = require('node:stream');
 
-const { consumer, k8s, preflight, fastEnv, captureLogger, setup, TOKEN } = require('./support/harness');
+const { consumer, k8s, preflight, fastEnv, captureLogger, setup, kubeConfigLike, TOKEN } = require('./support/harness');
 
 const F = `[${consumer.flavour}]`;
 const POD = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: 'b' } }, spec: { containers: [{ name: 'job', image: 'x' }] } };
@@ -99,14 +99,7 @@ test(`${F} the client's own error, thrown unchanged, holds no token: an exec to 
 
 test(`${F} a token the HTTP client will not send is in no form of the wrapped call's error`, { timeout: 30_000 }, async (t) => {
   const { kc } = await setup(t);
-  const user = kc.getCurrentUser();
-  const bad = new k8s.KubeConfig();
-  bad.loadFromOptions({
-    clusters: [{ ...kc.getCurrentCluster(), name: 'c' }],
-    users: [{ ...user, name: 'u', token: `${TOKEN}\n` }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ci' }],
-    currentContext: 'x',
-  });
+  const bad = kubeConfigLike(kc, { token: `${TOKEN}\n` });
   const plain = await settle(bad.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace: 'ci' }));
   const lines = [];
   const logger = { debug: (m) => lines.push(m), info: (m) => lines.push(m), warning: (m) => lines.push(m), error: (m) => lines.push(m) };
@@ -189,13 +182,7 @@ test(`${F} an exec whose TLS handshake is slower than the request timeout is awa
   const cluster = kc.getCurrentCluster();
   const relay = await slowHandshake(Number(new URL(cluster.server).port), 1_200);
   t.after(() => relay.close());
-  const slow = new k8s.KubeConfig();
-  slow.loadFromOptions({
-    clusters: [{ ...cluster, name: 'c', server: `https://127.0.0.1:${relay.port}` }],
-    users: [{ ...kc.getCurrentUser(), name: 'u' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ci' }],
-    currentContext: 'x',
-  });
+  const slow = kubeConfigLike(kc, { server: `https://127.0.0.1:${relay.port}` });
   // Request timeout 500 ms; an answer is awaited 2 s.
   const exec = preflight.resilientExec(slow, { env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '8000' }), logger: captureLogger().logger });
   const status = await execOf(exec, ['echo', 'slow']).promise;
@@ -265,23 +252,29 @@ test(`${F} retryK8sApiCall remembers an outage per cluster`, { timeout: 30_000 }
   assert.equal(outcome.value, 'answered');
 });
 
-test(`${F} with a host's own now(), a wall clock stepped back between two calls does not stretch a known outage`, { timeout: 30_000 }, async (t) => {
-  const { server, kc } = await setup(t);
-  const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' });
-  const wrap = () => preflight.resilientKubeConfig(kc, { env, logger: captureLogger().logger, now: () => Date.now() }).makeApiClient(k8s.CoreV1Api);
-  await server.setPhase('refuse');
-  assert.equal((await settle(wrap().listNamespacedPod({ namespace: 'ci' }))).ok, false);
-  await server.setPhase('healthy');
-  const realNow = Date.now;
-  Date.now = () => realNow() - 3_600_000;
-  t.after(() => {
-    Date.now = realNow;
+for (const [how, now] of [
+  ['the wrappers\' own clock', undefined],
+  ["a host's own now()", () => Date.now()],
+]) {
+  test(`${F} with ${how}, a wall clock stepped back between two calls does not stretch a known outage`, { timeout: 30_000 }, async (t) => {
+    const { server, kc } = await setup(t);
+    const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' });
+    const wrap = () => preflight.resilientKubeConfig(kc, { env, logger: captureLogger().logger, now }).makeApiClient(k8s.CoreV1Api);
+    await server.setPhase('refuse');
+    assert.equal((await settle(wrap().listNamespacedPod({ namespace: 'ci' }))).ok, false);
+    await server.setPhase('healthy');
+    const realNow = Date.now;
+    Date.now = () => realNow() - 3_600_000;
+    t.after(() => {
+      Date.now = realNow;
+    });
+    // More than one call deadline later on the steady clock: no outage known.
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    server.armTrigger({ route: 'list pods' }, [{ phase: 'unavailable503', ms: 0 }, { phase: 'healthy' }]);
+    const outcome = await settle(wrap().listNamespacedPod({ namespace: 'ci' }));
+    assert.ok(outcome.ok, `tried once: ${outcome.error && outcome.error.message}`);
   });
-  await new Promise((resolve) => setTimeout(resolve, 1_300));
-  server.armTrigger({ route: 'list pods' }, [{ phase: 'unavailable503', ms: 0 }, { phase: 'healthy' }]);
-  const outcome = await settle(wrap().listNamespacedPod({ namespace: 'ci' }));
-  assert.ok(outcome.ok, `tried once: ${outcome.error && outcome.error.message}`);
-});
+}
 
 test(`${F} a call cancelled by the caller's signal rejects as the plain call does, never with an abort of ours`, { timeout: 30_000 }, async (t) => {
   const { server, kc } = await setup(t);

@@ -7,9 +7,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Writable } = require('node:stream');
 
-const { consumer, k8s, preflight, TOKEN, NAMESPACE, fastEnv, setup, waitFor } = require('./support/harness');
+const { consumer, k8s, preflight, TOKEN, NAMESPACE, fastEnv, setup, waitFor, startExec, execsOf } = require('./support/harness');
 
 const F = `[${consumer.flavour}]`;
 const JOB_LABEL = 'runner-pod';
@@ -103,25 +102,7 @@ async function refuseForAttempts(server, events, n) {
   await server.setPhase('healthy');
 }
 
-/** An exec through `execApi`: resolves { socket, status: Promise<status> }. */
-async function startExec(execApi, pod, command) {
-  let stdout = '';
-  const out = new Writable({
-    write(chunk, _e, cb) {
-      stdout += chunk;
-      cb();
-    },
-  });
-  const err = new Writable({ write: (_c, _e, cb) => cb() });
-  let settle;
-  const status = new Promise((resolve) => {
-    settle = resolve;
-  });
-  const socket = await execApi.exec(NAMESPACE, pod, 'job', command, out, err, null, false, (s) => settle(s));
-  return { socket, status, stdout: () => stdout };
-}
 
-const execsOf = (server, marker) => server.execs.filter((e) => e.command.join(' ').includes(marker));
 
 // ---- 1. reads and lists -----------------------------------------------------
 

@@ -39,7 +39,6 @@ const { describe, it } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { Writable } = require('node:stream');
 
 const {
   consumer,
@@ -51,6 +50,7 @@ const {
   fastEnv,
   setup,
   loadKubeConfig,
+  startExec,
 } = require('./support/harness');
 
 const F = `[${consumer.flavour}]`;
@@ -148,21 +148,9 @@ const KINDS = {
   exec: {
     seeded: true,
     async call(client, c) {
-      let stdout = '';
-      const out = new Writable({
-        write(chunk, _e, cb) {
-          stdout += chunk;
-          cb();
-        },
-      });
-      const err = new Writable({ write: (_c, _e, cb) => cb() });
-      let settle;
-      const status = new Promise((resolve) => {
-        settle = resolve;
-      });
-      await client.exec.exec(NAMESPACE, c.name, 'job', EXEC_COMMAND, out, err, null, false, (s) => settle(s));
-      const s = await within(status, 20_000, 'exec status');
-      return { status: s, stdout };
+      const run = await startExec(client.exec, c.name, EXEC_COMMAND);
+      const s = await within(run.status, 20_000, 'exec status');
+      return { status: s, stdout: run.stdout() };
     },
     summary: (v) => ({ status: v && v.status && v.status.status, stdout: v && v.stdout }),
     store: null,

@@ -42,9 +42,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Writable } = require('node:stream');
 
-const { consumer, k8s, preflight, NAMESPACE, fastEnv, captureLogger, setup, loadKubeConfig, waitFor } = require('./support/harness');
+const { consumer, k8s, preflight, NAMESPACE, fastEnv, captureLogger, setup, loadKubeConfig, waitFor, startExec, execsOf } = require('./support/harness');
 const { startSocks5Proxy } = require('../support/socks5-proxy');
 const { startConnectProxy } = require('../support/connect-proxy');
 
@@ -122,27 +121,6 @@ function describeError(e, depth = 0) {
   return inner ? `${self} <- ${describeError(inner, depth + 1)}` : self;
 }
 
-/**
- * An exec through `execApi`: resolves { socket, status, stdout } once
- * exec() resolved, `status` a promise of the command's Status.
- */
-async function startExec(execApi, pod, command) {
-  let stdout = '';
-  const out = new Writable({
-    write(chunk, _e, cb) {
-      stdout += chunk;
-      cb();
-    },
-  });
-  const err = new Writable({ write: (_c, _e, cb) => cb() });
-  let done;
-  const status = new Promise((resolve) => {
-    done = resolve;
-  });
-  const socket = await execApi.exec(NAMESPACE, pod, 'job', command, out, err, null, false, (s) => done(s));
-  return { socket, status, stdout: () => stdout };
-}
-
 /** Waits for a Status, at most `ms`; null when none came. */
 function statusWithin(run, ms) {
   return Promise.race([run.status, sleep(ms).then(() => null)]);
@@ -156,7 +134,6 @@ function closeRun(run) {
   }
 }
 
-const execsOf = (server, marker) => server.execs.filter((e) => e.command.join(' ').includes(marker));
 const routed = (server, route) => server.requests.filter((r) => r.route === route);
 
 /** The proxy's refusals of a refused target: SOCKS reply 0x05, or the CONNECT proxy's 503. */

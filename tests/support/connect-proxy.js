@@ -31,7 +31,7 @@
 const http = require('node:http');
 const net = require('node:net');
 
-const HOST = '127.0.0.1';
+const { HOST, socketSet, listenOnLoopback } = require('./loopback-listener');
 
 /** Splits a CONNECT request target "host:port" ("[v6]:port" too); null when it is not one. */
 function parseAuthority(value) {
@@ -69,14 +69,8 @@ function errorHead(status, reason, body) {
 async function startConnectProxy(options = {}) {
   const connectTimeoutMs = options.connectTimeoutMs === undefined ? 5000 : options.connectTimeoutMs;
   const connections = [];
-  const sockets = new Set();
-  let closed = false;
-
-  const track = (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-  };
+  const sockets = socketSet();
+  const track = (socket) => sockets.track(socket);
 
   const server = http.createServer((req, res) => {
     const body = 'this proxy only tunnels (CONNECT)\n';
@@ -85,7 +79,7 @@ async function startConnectProxy(options = {}) {
   });
   server.on('connection', (socket) => {
     track(socket);
-    if (closed) socket.destroy();
+    if (sockets.closed) socket.destroy();
   });
   server.on('clientError', (_error, socket) => socket.destroy());
 
@@ -152,27 +146,7 @@ async function startConnectProxy(options = {}) {
     });
   });
 
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: 0, host: HOST }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = server.address().port;
-
-  return {
-    port,
-    url: `http://${HOST}:${port}`,
-    connections,
-    close() {
-      if (closed) return Promise.resolve();
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      sockets.clear();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenOnLoopback(server, sockets, { scheme: 'http', connections });
 }
 
 module.exports = { startConnectProxy, parseAuthority, statusFor };

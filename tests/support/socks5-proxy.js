@@ -38,7 +38,7 @@
 
 const net = require('node:net');
 
-const HOST = '127.0.0.1';
+const { HOST, socketSet, listenOnLoopback } = require('./loopback-listener');
 
 const REPLY = Object.freeze({
   SUCCEEDED: 0x00,
@@ -122,18 +122,12 @@ async function startSocks5Proxy(options = {}) {
   const connectTimeoutMs = options.connectTimeoutMs === undefined ? 5000 : options.connectTimeoutMs;
   const handshakeTimeoutMs = options.handshakeTimeoutMs === undefined ? 5000 : options.handshakeTimeoutMs;
   const connections = [];
-  const sockets = new Set();
-  let closed = false;
-
-  const track = (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-  };
+  const sockets = socketSet();
+  const track = (socket) => sockets.track(socket);
 
   const server = net.createServer((client) => {
     track(client);
-    if (closed) {
+    if (sockets.closed) {
       client.destroy();
       return;
     }
@@ -237,27 +231,7 @@ async function startSocks5Proxy(options = {}) {
     client.on('close', () => clearTimeout(handshakeTimer));
   });
 
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: 0, host: HOST }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = server.address().port;
-
-  return {
-    port,
-    url: `socks5://${HOST}:${port}`,
-    connections,
-    close() {
-      if (closed) return Promise.resolve();
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      sockets.clear();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
+  return listenOnLoopback(server, sockets, { scheme: 'socks5', connections });
 }
 
 module.exports = { startSocks5Proxy, replyCodeFor, REPLY };

@@ -7,6 +7,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { Writable } = require('node:stream');
 
 const consumer = require('./consumer');
 const { startApiServer } = require('../../support/apiserver');
@@ -114,6 +115,52 @@ function loadKubeConfig(file) {
   return kc;
 }
 
+/**
+ * A KubeConfig for `kc`'s cluster and user (its namespace "ci"), with
+ * `changes` made to them: `server` (the same apiserver through a relay of
+ * the test's), `token`.
+ */
+function kubeConfigLike(kc, { server, token } = {}) {
+  const cluster = { ...kc.getCurrentCluster(), name: 'c' };
+  if (server !== undefined) cluster.server = server;
+  const user = { ...kc.getCurrentUser(), name: 'u' };
+  if (token !== undefined) user.token = token;
+  const copy = new k8s.KubeConfig();
+  copy.loadFromOptions({
+    clusters: [cluster],
+    users: [user],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: NAMESPACE }],
+    currentContext: 'x',
+  });
+  return copy;
+}
+
+/**
+ * An exec of `command` in container "job" of `pod` through `execApi` (a
+ * client-node Exec or a wrapped one), with no stdin and no tty: resolves
+ * when exec() does, with `{ socket, status, stdout }`: `status` a promise
+ * of the Status the callback got, `stdout()` what the command printed.
+ */
+async function startExec(execApi, pod, command) {
+  let stdout = '';
+  const out = new Writable({
+    write(chunk, _e, cb) {
+      stdout += chunk;
+      cb();
+    },
+  });
+  const err = new Writable({ write: (_c, _e, cb) => cb() });
+  let done;
+  const status = new Promise((resolve) => {
+    done = resolve;
+  });
+  const socket = await execApi.exec(NAMESPACE, pod, 'job', command, out, err, null, false, (s) => done(s));
+  return { socket, status, stdout: () => stdout };
+}
+
+/** The execs the server started whose command mentions `marker`. */
+const execsOf = (server, marker) => server.execs.filter((e) => e.command.join(' ').includes(marker));
+
 /** A new check, as a new hook process would make it. */
 function newCheck({ kc, cacheDir, env, logger, namespace = NAMESPACE, ...rest }) {
   return preflight.createAuthPreflight({
@@ -186,6 +233,9 @@ module.exports = {
   setup,
   loadKubeConfig,
   newCheck,
+  kubeConfigLike,
+  startExec,
+  execsOf,
   listDir,
   reviewKey,
   sentReview,
