@@ -32,6 +32,21 @@ function environment(options) {
   return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
 }
 
+// The settings environments whose warnings this process has printed.
+const warnedEnvironments = new WeakSet();
+
+/**
+ * Whether the warnings of settings environment `env` were printed before
+ * in this process; from now on they have been (the core then gives them
+ * no more).
+ */
+function warnedBefore(env) {
+  if (env === null || typeof env !== 'object') return false;
+  const before = warnedEnvironments.has(env);
+  warnedEnvironments.add(env);
+  return before;
+}
+
 /**
  * Options for a client-node call that abort it when `signal` fires. Pass as
  * the second argument of an object-parameter API call.
@@ -119,4 +134,4 @@ function readSmallFile(file, what, logger) {
   }
 }
 
-module.exports = { steadyClock, environment, withAbortSignal, capturingBody, readCredential };
+module.exports = { steadyClock, environment, warnedBefore, withAbortSignal, capturingBody, readCredential };

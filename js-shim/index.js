@@ -13,7 +13,7 @@ const { execute } = require('./execute');
 const { performFileAction } = require('./file-actions');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
-const { steadyClock, environment, withAbortSignal, capturingBody, readCredential } = require('./host');
+const { steadyClock, environment, warnedBefore, withAbortSignal, capturingBody, readCredential } = require('./host');
 const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall } = require('./calls');
 const {
   PreflightInconclusiveError,
@@ -53,13 +53,14 @@ function createAuthPreflight(options) {
     // Nor does anything the server sent (a body may echo the header).
     const redactText = textRedactor(credential);
     const cacheDir = typeof options.cacheDir === 'string' ? options.cacheDir : null;
+    const env = environment(options);
     const check = new core.Check(
-      environment(options),
+      env,
       requiredPermissions,
       namespace,
       credential,
       cacheDir,
-      { pid: process.pid, host: os.hostname() },
+      { pid: process.pid, host: os.hostname(), settingsWarned: warnedBefore(env) },
       clock(),
     );
     // The client is made on the first request: a cached verdict never pays

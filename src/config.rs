@@ -68,6 +68,9 @@ pub struct Settings {
     /// or its permissions (401, an authorization 403), counted from the
     /// first; then the apiserver's answer is final.
     pub call_auth_retry: Duration,
+    /// The most attempts one wrapped call makes, the first included (the
+    /// check's `MAX_ATTEMPTS` bounds a review, not a call).
+    pub call_max_attempts: u32,
 }
 
 /// What an inconclusive check does when no grace record answers.
@@ -107,6 +110,7 @@ impl Settings {
             call_deadline: Duration::from_secs(120),
             call_request_timeout: Duration::from_secs(65),
             call_auth_retry: Duration::from_secs(15),
+            call_max_attempts: 100,
         }
     }
 }
@@ -345,6 +349,14 @@ pub const VARIABLES: &[Variable] = &[
         meaning: "how long a wrapped call retries a 401 or an authorization 403 (an apiserver just back may refuse for a few seconds), counted from the first; then the apiserver's answer is thrown as the plain client throws it. An admission 403 (PodSecurity, a quota, a webhook) is never retried",
         kind: Kind::Millis { min: 0, max: 300_000, set: |s, d| s.call_auth_retry = d },
     },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_CALL_MAX_ATTEMPTS",
+        accepts: "a whole number from 1 to 1000",
+        default: "100",
+        #[cfg(test)]
+        meaning: "attempts per wrapped call, the first included (a read's extra copies count); the call's deadline usually ends it first. `MAX_ATTEMPTS` bounds the check's reviews, not the calls",
+        kind: Kind::Count { min: 1, max: 1000, set: |s, n| s.call_max_attempts = n },
+    },
 ];
 
 /// A variable whose value was not used.
@@ -424,6 +436,18 @@ impl Settings {
     {
         let env: Vec<(&str, EnvValue<'a>)> = env.into_iter().map(|(k, v)| (k, v.into())).collect();
         Settings::from_env_values(&env)
+    }
+
+    /// The warnings to give about `errors`: none when the host has given
+    /// this environment's warnings before in this process (`warned`), so a
+    /// bad value is warned about once per process, however many checks and
+    /// call policies read it.
+    pub fn warnings_once(errors: &[SettingError], warned: bool) -> Vec<String> {
+        if warned {
+            Vec::new()
+        } else {
+            errors.iter().map(ToString::to_string).collect()
+        }
     }
 
     /// [`Settings::from_env`] on values already read (one copy of the
@@ -681,7 +705,7 @@ mod tests {
     #[test]
     fn each_variable_sets_its_own_field_and_no_other() {
         type Expect = fn(&mut Settings);
-        let cases: [(&str, &str, Expect); 22] = [
+        let cases: [(&str, &str, Expect); 23] = [
             ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500", |s| {
                 s.backoff.deadline = Duration::from_millis(2500)
             }),
@@ -749,6 +773,9 @@ mod tests {
             ),
             ("ACTIONS_RUNNER_PREFLIGHT_CALL_AUTH_RETRY_MS", "0", |s| {
                 s.call_auth_retry = Duration::ZERO
+            }),
+            ("ACTIONS_RUNNER_PREFLIGHT_CALL_MAX_ATTEMPTS", "7", |s| {
+                s.call_max_attempts = 7
             }),
         ];
         // One case per row of the table, in its order.

@@ -181,7 +181,7 @@ impl WasmCheck {
         let permissions = read(&permissions, "permissions", wire::permission_specs)?;
         let credential = bytes(credential);
         let cache_dir = cache_dir.as_string();
-        let process = read(process, "process", wire::process_facts)?;
+        let (process, settings_warned) = read(process, "process", wire::process_facts)?;
         let input = CheckInput {
             env: &env,
             permissions: &permissions,
@@ -189,6 +189,7 @@ impl WasmCheck {
             credential: credential.as_deref(),
             cache_dir: cache_dir.as_deref(),
             process,
+            settings_warned,
         };
         let check = Check::new(input, time(now_ms)?).map_err(setup_error)?;
         Ok(WasmCheck { check })
@@ -225,14 +226,15 @@ pub struct WasmCallPolicy {
 
 #[wasm_bindgen(js_class = CallPolicy)]
 impl WasmCallPolicy {
-    /// `new CallPolicy(env)`: the settings in `env`.
+    /// `new CallPolicy(env, warned)`: the settings in `env`; `warned`: the
+    /// host printed their warnings before in this process.
     #[wasm_bindgen(constructor)]
-    pub fn new(env: &JsValue) -> WasmCallPolicy {
+    pub fn new(env: &JsValue, warned: Option<bool>) -> WasmCallPolicy {
         let env = env_pairs(env);
         let (settings, errors) = Settings::from_env_values(&values(&env));
         WasmCallPolicy {
             settings,
-            warnings: errors.iter().map(|e| e.to_string()).collect(),
+            warnings: Settings::warnings_once(&errors, warned == Some(true)),
             outage: Rc::new(RefCell::new(Outage::new())),
         }
     }

@@ -1104,3 +1104,25 @@ fn an_outage_of_one_cluster_leaves_calls_to_another_their_retries() {
         got.outcome
     );
 }
+
+/// A call's attempts are bounded by a setting of its own, never raised
+/// silently; the check's `MAX_ATTEMPTS` (per review) is not a call's.
+#[test]
+fn a_calls_attempts_are_bounded_by_its_own_setting() {
+    let (s, errors) = k8s_auth_preflight::Settings::from_env([
+        ("ACTIONS_RUNNER_PREFLIGHT_CALL_MAX_ATTEMPTS", "2"),
+        ("ACTIONS_RUNNER_PREFLIGHT_SEED", "3"),
+    ]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut c = Call::new(&s, CallSpec::method("listNamespacedPod"), T0);
+    let r = run(&mut c, &[code("ECONNREFUSED")]);
+    assert_eq!(r.attempts(), 2);
+    assert!(gave_up(&r).contains("(2 attempts;"), "{}", gave_up(&r));
+    let (s, _) = k8s_auth_preflight::Settings::from_env([
+        ("ACTIONS_RUNNER_PREFLIGHT_MAX_ATTEMPTS", "2"),
+        ("ACTIONS_RUNNER_PREFLIGHT_SEED", "3"),
+    ]);
+    let mut c = Call::new(&s, CallSpec::method("listNamespacedPod"), T0);
+    let r = run(&mut c, &[code("ECONNREFUSED")]);
+    assert!(r.attempts() > 2, "the check's limit bounded a call");
+}

@@ -115,6 +115,7 @@ fn new_check(env: &[(&str, EnvValue<'_>)], pid: u32, now: u64) -> Check {
                 pid,
                 host: HOST.into(),
             },
+            settings_warned: false,
         },
         now,
     )

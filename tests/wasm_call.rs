@@ -31,7 +31,7 @@ const ENV: &str =
     r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"3","ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"20000"}"#;
 
 fn call(spec: &str) -> WasmCall {
-    WasmCallPolicy::new(&json(ENV))
+    WasmCallPolicy::new(&json(ENV), None)
         .call(&json(spec), T0)
         .unwrap()
 }
@@ -69,7 +69,7 @@ fn a_read_is_sent_with_a_timeout_and_waits_for_it() {
 
 #[test]
 fn a_pass_through_has_no_timeout_and_waits_until_it_settles() {
-    let policy = WasmCallPolicy::new(&json(ENV));
+    let policy = WasmCallPolicy::new(&json(ENV), None);
     assert!(policy.passes_through("patchNamespacedPod"));
     assert!(!policy.passes_through("createNamespacedPod"));
     let mut c = call(r#"{"method":"patchNamespacedPod"}"#);
@@ -80,9 +80,10 @@ fn a_pass_through_has_no_timeout_and_waits_until_it_settles() {
             r#"{"type":"wait","untilMs":null}"#,
         ]
     );
-    let off = WasmCallPolicy::new(&json(
-        r#"{"ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS":"off"}"#,
-    ));
+    let off = WasmCallPolicy::new(
+        &json(r#"{"ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS":"off"}"#),
+        None,
+    );
     assert!(off.passes_through("createNamespacedPod"));
     assert!(off.warnings().is_empty());
 }
@@ -152,7 +153,7 @@ fn a_retried_creates_conflict_is_read_back_and_returned_when_ours() {
 
 #[test]
 fn bad_specs_and_facts_are_clear_errors() {
-    let policy = WasmCallPolicy::new(&json(ENV));
+    let policy = WasmCallPolicy::new(&json(ENV), None);
     let (code, message) = error_code(
         policy
             .call(&json(r#"{"method":"x","operation":"write"}"#), T0)
@@ -193,9 +194,8 @@ fn bad_specs_and_facts_are_clear_errors() {
 
 #[test]
 fn bad_settings_are_warned_about_once_by_the_policy() {
-    let policy = WasmCallPolicy::new(&json(
-        r#"{"ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"soon"}"#,
-    ));
+    let env = json(r#"{"ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"soon"}"#);
+    let policy = WasmCallPolicy::new(&env, None);
     let warnings = policy.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
@@ -203,4 +203,7 @@ fn bad_settings_are_warned_about_once_by_the_policy() {
         "{}",
         warnings[0]
     );
+    // Warned about before in this process: not again.
+    assert!(WasmCallPolicy::new(&env, Some(true)).warnings().is_empty());
+    assert_eq!(WasmCallPolicy::new(&env, Some(false)).warnings().len(), 1);
 }

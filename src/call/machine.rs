@@ -135,10 +135,9 @@ impl Call {
         };
         let what = spec.describe(sent.as_ref());
         let mut backoff = settings.backoff.with_deadline(settings.call_deadline);
-        // The deadline bounds a call, not the check's attempt limit (20 per
-        // review): with 4-8 s between attempts, 20 would end a 120 s
-        // deadline early. This limit only bounds a schedule of tiny delays.
-        backoff.max_attempts = backoff.max_attempts.max(CALL_MAX_ATTEMPTS);
+        // A call's own limit, not the check's 20 per review: with 4-8 s
+        // between attempts, 20 would end a 120 s deadline early.
+        backoff.max_attempts = settings.call_max_attempts;
         let request_timeout_ms = millis(settings.request_timeout);
         // A write is never cut before the apiserver's own request timeout
         // (and a read's first copy is awaited as long): what the plain
@@ -767,9 +766,6 @@ impl Call {
         self.latest_ms
     }
 }
-
-/// The least attempt limit of a call (see `Call::new`).
-const CALL_MAX_ATTEMPTS: u32 = 100;
 
 /// How much sooner than the machine the host aborts a connection's
 /// set-up: a tenth of the request timeout, at most 1 s.

@@ -81,6 +81,9 @@ pub struct CheckInput<'a> {
     pub cache_dir: Option<&'a str>,
     /// This process, as its lock names it.
     pub process: ProcessFacts,
+    /// The host has read this settings environment before in this process
+    /// and printed its warnings: they are not given again.
+    pub settings_warned: bool,
 }
 
 /// A fact the machine cannot take.
@@ -169,7 +172,7 @@ impl Check {
             record_file: None,
             key_at: None,
             identity: None,
-            startup_warnings: errors.iter().map(ToString::to_string).collect(),
+            startup_warnings: Settings::warnings_once(&errors, input.settings_warned),
             out: VecDeque::new(),
             stage: Stage::Reading {
                 key: Pending::NotAsked,

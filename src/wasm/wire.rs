@@ -756,20 +756,29 @@ impl<'a> From<&'a FlightAction> for FlightActionOut<'a> {
 
 // ---- the check machine -----------------------------------------------------
 
-/// `{pid, host}`: this process, as its lock names it.
+/// `{pid, host, settingsWarned?}`: this process, as its lock names it,
+/// and whether it has printed the warnings of this settings environment
+/// before.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ProcessIn {
     pid: u32,
     host: String,
+    #[serde(default)]
+    settings_warned: bool,
 }
 
-/// This process (see [`ProcessIn`]).
-pub fn process_facts(v: &JsValue) -> Result<ProcessFacts, Bad> {
+/// This process (see [`ProcessIn`]), and whether its settings were warned
+/// about before.
+pub fn process_facts(v: &JsValue) -> Result<(ProcessFacts, bool), Bad> {
     let p: ProcessIn = read(v)?;
-    Ok(ProcessFacts {
-        pid: p.pid,
-        host: p.host,
-    })
+    Ok((
+        ProcessFacts {
+            pid: p.pid,
+            host: p.host,
+        },
+        p.settings_warned,
+    ))
 }
 
 /// One fact: its `type` and the fields that type has (`keyFile

@@ -293,3 +293,18 @@ test(`${F} a call cancelled by the caller's signal rejects as the plain call doe
   assert.equal(wrapped.ok, false);
   assert.equal(String(wrapped.error && wrapped.error.message), String(plain.error && plain.error.message));
 });
+
+test(`${F} a bad setting is warned about once per settings environment, however many checks and calls read it`, { timeout: 60_000 }, async (t) => {
+  const { server, kc, cacheDir } = await setup(t);
+  assert.ok(server);
+  const env = fastEnv({ MAX_DELAY_MS: 'soon', CALL_DEADLINE_MS: 'later', CACHE: 'off' });
+  const log = captureLogger();
+  const { newCheck } = require('./support/harness');
+  for (let i = 0; i < 3; i++) assert.equal(await newCheck({ kc, cacheDir, env, logger: log.logger }).isAuthPermissionsOK(), true);
+  await preflight.resilientKubeConfig(kc, { env, logger: log.logger }).makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace: 'ci' });
+  await preflight.retryK8sApiCall(async () => 'ok', { env, logger: log.logger, kubeConfig: kc });
+  for (const name of ['ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS', 'ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS']) {
+    const about = log.warnings.filter((w) => w.startsWith(`${name}=`));
+    assert.equal(about.length, 1, `${name}: ${about.length} warnings\n${log.warnings.join('\n')}`);
+  }
+});
