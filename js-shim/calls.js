@@ -235,13 +235,24 @@ function withoutSecrets(error, redact) {
   try {
     const target = 'target' in error ? error.target : undefined;
     const thrown = target !== null && typeof target === 'object' ? eventWithoutTarget(error, target) : error;
-    for (const key of ['message', 'stack', 'body']) scrubText(thrown, key, redact);
-    const inner = thrown.error;
-    if (inner && typeof inner === 'object') for (const key of ['message', 'stack']) scrubText(inner, key, redact);
+    scrubChain(thrown, redact, 0, new Set());
     return thrown;
   } catch {
     return error; // a revoked Proxy, a throwing getter: as it came
   }
+}
+
+// How deep a cause chain is scrubbed (as deep as its facts are read).
+const MAX_CHAIN = 8;
+
+/** The texts of `error` and of its causes (`cause`, `error`, `errors`), the credential hidden. */
+function scrubChain(error, redact, depth, seen) {
+  if (error === null || typeof error !== 'object' || depth > MAX_CHAIN || seen.has(error)) return;
+  seen.add(error);
+  for (const key of ['message', 'stack', 'body']) scrubText(error, key, redact);
+  scrubChain(error.cause, redact, depth + 1, seen);
+  scrubChain(error.error, redact, depth + 1, seen);
+  if (Array.isArray(error.errors)) for (const inner of error.errors.slice(0, 16)) scrubChain(inner, redact, depth + 1, seen);
 }
 
 function eventWithoutTarget(event, target) {

@@ -22,14 +22,26 @@ const MIN_SECRET_PIECE = 8;
 // Pieces are indexed for credentials up to this length (a token is 1-2 KB);
 // a longer one (a client key file) is hidden where it occurs whole.
 const MAX_INDEXED_SECRET = 64 * 1024;
+// A credential shorter than a piece is hidden where it occurs whole, if it
+// is at least this long (a shorter one would hide ordinary words).
+const MIN_WHOLE_SECRET = 4;
 const REDACTED = '<redacted>';
+
+/** `text` as it reads inside a JSON string. */
+function jsonEscaped(text) {
+  return JSON.stringify(text).slice(1, -1);
+}
 
 /**
  * `redact(text)`: `text` with every run of characters that lies inside a
  * piece of `credential` of MIN_SECRET_PIECE characters or more replaced by
- * `<redacted>`. The credential is a string or bytes (read as UTF-8 and as
- * Latin-1, the ways an HTTP client may have turned it into a header).
- * Without a credential, text is returned as it is.
+ * `<redacted>`, and a credential shorter than that (of MIN_WHOLE_SECRET or
+ * more) wherever it occurs whole. The credential is a string or bytes (read
+ * as UTF-8 and as Latin-1, the ways an HTTP client may have turned it into
+ * a header), also as JSON escapes it, once and twice (a server's Status
+ * message inside a body, a body inside client-node's message): a token
+ * with a `"` or a `\` is then hidden in those texts too, before anything
+ * decodes them. Without a credential, text is returned as it is.
  */
 function redactor(credential) {
   const forms = new Set();
@@ -39,21 +51,32 @@ function redactor(credential) {
     forms.add(bytes.toString('utf8'));
     forms.add(bytes.toString('latin1'));
   }
-  for (const form of [...forms]) if (form.length < MIN_SECRET_PIECE) forms.delete(form);
-  if (forms.size === 0) return (text) => text;
+  for (const form of [...forms]) {
+    const once = jsonEscaped(form);
+    forms.add(once);
+    forms.add(jsonEscaped(once));
+  }
+  const whole = [];
+  for (const form of [...forms]) {
+    if (form.length >= MIN_SECRET_PIECE && form.length <= MAX_INDEXED_SECRET) continue;
+    forms.delete(form);
+    if (form.length >= MIN_WHOLE_SECRET) whole.push(form);
+  }
+  if (forms.size === 0 && whole.length === 0) return (text) => text;
+  const shortest = Math.min(MIN_SECRET_PIECE, ...whole.map((form) => form.length));
   let pieces = null; // built on the first error: most checks have none
   const index = () => {
     pieces = new Set();
     for (const form of forms) {
-      if (form.length > MAX_INDEXED_SECRET) continue;
       for (let i = 0; i + MIN_SECRET_PIECE <= form.length; i++) pieces.add(form.slice(i, i + MIN_SECRET_PIECE));
     }
   };
   return (text) => {
-    if (typeof text !== 'string' || text.length < MIN_SECRET_PIECE) return text;
+    if (typeof text !== 'string' || text.length < shortest) return text;
     if (pieces === null) index();
     let out = text;
-    for (const form of forms) if (form.length > MAX_INDEXED_SECRET) out = out.split(form).join(REDACTED);
+    // Longest first: a form inside another is hidden with it.
+    for (const form of [...whole].sort((x, y) => y.length - x.length)) out = out.split(form).join(REDACTED);
     const hidden = new Uint8Array(out.length);
     let any = false;
     for (let i = 0; i + MIN_SECRET_PIECE <= out.length; i++) {

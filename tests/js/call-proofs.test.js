@@ -41,6 +41,15 @@ function execOf(api, command) {
   return run;
 }
 
+/** A piece of `secret` (`length` characters) found in `text`, or null. */
+function pieceIn(text, secret, length) {
+  for (let i = 0; i + length <= secret.length; i++) {
+    const piece = secret.slice(i, i + length);
+    if (text.includes(piece)) return piece;
+  }
+  return null;
+}
+
 /** Every form a host may print an error in. */
 function printed(e) {
   let json = '';
@@ -297,7 +306,8 @@ test(`${F} a call cancelled by the caller's signal rejects as the plain call doe
 test(`${F} a bad setting is warned about once per settings environment, however many checks and calls read it`, { timeout: 60_000 }, async (t) => {
   const { server, kc, cacheDir } = await setup(t);
   assert.ok(server);
-  const env = fastEnv({ MAX_DELAY_MS: 'soon', CALL_DEADLINE_MS: 'later', CACHE: 'off' });
+  // Generous timeouts: this is about warnings, not a loaded machine's speed.
+  const env = fastEnv({ MAX_DELAY_MS: 'soon', CALL_DEADLINE_MS: 'later', CACHE: 'off', REQUEST_TIMEOUT_MS: 5000, DEADLINE_MS: 30000 });
   const log = captureLogger();
   const { newCheck } = require('./support/harness');
   for (let i = 0; i < 3; i++) assert.equal(await newCheck({ kc, cacheDir, env, logger: log.logger }).isAuthPermissionsOK(), true);
@@ -306,5 +316,50 @@ test(`${F} a bad setting is warned about once per settings environment, however 
   for (const name of ['ACTIONS_RUNNER_PREFLIGHT_MAX_DELAY_MS', 'ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS']) {
     const about = log.warnings.filter((w) => w.startsWith(`${name}=`));
     assert.equal(about.length, 1, `${name}: ${about.length} warnings\n${log.warnings.join('\n')}`);
+  }
+});
+
+for (const [what, token] of [
+  ['with quotes and a backslash (escaped in a JSON body)', 'Ab1"Cd2"Ef3"Gh4"Ij5\\Kl6-mn7'],
+  ['shorter than a piece of eight', 'Sh0rt7x'],
+]) {
+  test(`${F} a token ${what} is hidden from a give-up quoting the apiserver's Status, and from every line`, { timeout: 30_000 }, async (t) => {
+    const { server, kc } = await setup(t, { token });
+    await server.setPhase('error500', { echoToken: true });
+    const lines = [];
+    const logger = { debug: (m) => lines.push(m), info: (m) => lines.push(m), warning: (m) => lines.push(m), error: (m) => lines.push(m) };
+    const api = preflight.resilientKubeConfig(kc, { env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' }), logger }).makeApiClient(k8s.CoreV1Api);
+    const outcome = await settle(api.listNamespacedPod({ namespace: 'ci' }));
+    await server.setPhase('healthy');
+    assert.equal(outcome.ok, false);
+    const text = printed(outcome.error) + lines.join('\n');
+    for (const form of [token, JSON.stringify(token).slice(1, -1)]) {
+      const piece = pieceIn(text, form, 6);
+      assert.equal(piece, null, `${JSON.stringify(piece)} of the token in:\n${text.slice(0, 3000)}`);
+    }
+  });
+}
+
+test(`${F} retryK8sApiCall hides the credential in its error's causes, at any depth`, { timeout: 30_000 }, async (t) => {
+  const { kc } = await setup(t);
+  const bad = kubeConfigLike(kc, { token: `${TOKEN}\n` });
+  const api = bad.makeApiClient(k8s.CoreV1Api);
+  const plain = await settle(api.listNamespacedPod({ namespace: 'ci' }));
+  const outcome = await settle(
+    preflight.retryK8sApiCall(
+      async () => {
+        try {
+          return await api.listNamespacedPod({ namespace: 'ci' });
+        } catch (e) {
+          throw new Error('reading the job pod failed', { cause: new Error('the client failed', { cause: e }) });
+        }
+      },
+      { kubeConfig: bad, env: fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' }), logger: captureLogger().logger },
+    ),
+  );
+  assert.equal(outcome.ok, plain.ok);
+  if (!outcome.ok) {
+    const text = printed(outcome.error);
+    assert.ok(!text.includes(TOKEN.slice(0, 12)), text.slice(0, 3000));
   }
 });
