@@ -27,7 +27,7 @@ function secretsOf(kc) {
 
 // One core policy per settings environment (process.env, or a host's env
 // object): its settings are read, and warned about, once per process, and
-// its calls share what they learn of an outage (src/call/outage.rs), however
+// its calls share what they learn of an outage (src/call/breaker.rs), however
 // many wrappers the host makes (the hooks make an Exec per exec). Its calls
 // share one steady clock too: what the policy remembers of one call is
 // compared with another's times, and a wall clock that steps between them
@@ -499,7 +499,8 @@ async function retryK8sApiCall(fn, options = {}) {
   const state = callPolicy(kc, options);
   if (typeof options.cluster === 'string') state.cluster = () => options.cluster;
   const method = text(options.method);
-  const spec = method ? { method } : { method: 'retryK8sApiCall', operation: 'read' };
+  // With no method named, the core's kind for an unnamed call applies.
+  const spec = { method: method || 'retryK8sApiCall' };
   return runCall(state, spec, (signal) => fn(signal), noReadBack, undefined, true);
 }
 

@@ -3,7 +3,7 @@
 // others wait for its record, reported as plain facts. What the lock holds,
 // whether it is stale, whose it is, how long to wait and when to give up
 // are the core's decisions (src/check/turn.rs, src/check/lock_file.rs,
-// src/single_flight.rs).
+// src/check/single_flight.rs).
 //
 // - The lock is made whole before it appears: a temp file (O_EXCL, mode
 //   0600) with the content the core gives is hard-linked to the lock path,

@@ -29,6 +29,7 @@
 use std::time::Duration;
 
 use crate::api_status::ApiStatus;
+use crate::error_codes;
 use crate::retry_after::parse_retry_after;
 use crate::text::contains;
 
@@ -145,19 +146,6 @@ impl Class {
     }
 }
 
-/// Connection-level codes that mean "the path to the apiserver blinked".
-pub const TRANSIENT_CODES: &[&str] = &[
-    "ECONNREFUSED",
-    "ECONNRESET",
-    "ETIMEDOUT",
-    "EPIPE",
-    "EHOSTUNREACH",
-    "ENETUNREACH",
-    "ENETDOWN",
-    "EAI_AGAIN",
-    "ECONNABORTED",
-];
-
 /// Undici's error codes all start with this; every one of them is a
 /// transport failure (socket, connect timeout, headers timeout, closed).
 const UNDICI_PREFIX: &str = "UND_ERR_";
@@ -262,7 +250,7 @@ pub fn classify(facts: &ErrorFacts, now_ms: u64, retry_after_limit: Duration) ->
             why: (*sign).to_string(),
         };
     }
-    if let Some(code) = TRANSIENT_CODES.iter().find(|c| contains(&facts.message, c)) {
+    if let Some(code) = error_codes::transient().find(|c| contains(&facts.message, c)) {
         return Class::Transient {
             why: (*code).to_string(),
         };
@@ -319,7 +307,7 @@ fn transient_code(facts: &ErrorFacts) -> Option<String> {
     facts
         .codes
         .iter()
-        .find(|c| TRANSIENT_CODES.contains(&c.as_str()) || c.starts_with(UNDICI_PREFIX))
+        .find(|c| error_codes::is_transient(c) || c.starts_with(UNDICI_PREFIX))
         .cloned()
 }
 
@@ -442,7 +430,7 @@ mod tests {
     #[test]
     fn classification_table() {
         let mut rows: Vec<(&str, ErrorFacts, K)> = Vec::new();
-        for c in TRANSIENT_CODES {
+        for c in crate::error_codes::transient() {
             rows.push((c, code(c), K::T));
         }
         for c in [

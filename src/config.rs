@@ -41,10 +41,10 @@ pub struct Settings {
     /// Cache TTL, grace and skew.
     pub cache: CachePolicy,
     /// Send a second copy of a review that has had no answer for this long
-    /// ([`crate::hedge`]); `None`: never.
+    /// ([`crate::preflight::hedge`]); `None`: never.
     pub hedge_after: Option<Duration>,
     /// The size of the check's retry token bucket
-    /// ([`crate::retry_quota`]); `None`: no quota.
+    /// ([`crate::preflight::retry_quota`]); `None`: no quota.
     pub retry_quota: Option<u32>,
     /// Seed for jitter (reproducible runs); `None` draws from the OS.
     pub seed: Option<u64>,

@@ -27,19 +27,18 @@ pub mod call;
 pub mod check;
 pub mod classify;
 pub mod config;
-pub mod hedge;
+pub mod error_codes;
 pub mod identity;
 pub mod json_tree;
 pub mod permission;
 pub mod preflight;
 pub mod random;
+pub mod retry;
 pub mod retry_after;
-pub mod retry_quota;
 pub mod review_answer;
 pub mod rules;
 pub mod runner_key;
 pub mod schedule;
-pub mod single_flight;
 pub mod text;
 pub mod wasm;
 
@@ -48,9 +47,9 @@ pub use classify::{classify, Class, ErrorFacts};
 pub use config::{SettingError, Settings};
 pub use identity::Identity;
 pub use permission::{Permission, PermissionSpec};
+pub use preflight::retry_quota::RetryQuota;
 pub use preflight::{Action, Outcome, Preflight, ProbeResult, Source, Verdict};
 pub use random::RandomSource;
-pub use retry_quota::RetryQuota;
 pub use schedule::{Backoff, Jitter, Schedule};
 
 /// A duration in whole milliseconds, `u64::MAX` when it does not fit.

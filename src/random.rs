@@ -23,6 +23,16 @@ impl RandomSource {
         RandomSource { state: None }
     }
 
+    /// The generator of one use (`stream`, a constant of its own) under
+    /// the settings' `seed`: seeded, each use on a sequence of its own, or
+    /// from the operating system when no seed is set.
+    pub const fn for_seed(seed: Option<u64>, stream: u64) -> Self {
+        match seed {
+            Some(seed) => RandomSource::seeded(seed ^ stream),
+            None => RandomSource::from_os(),
+        }
+    }
+
     /// The next number (SplitMix64, Steele, Lea and Flood 2014).
     pub fn next_u64(&mut self) -> u64 {
         let state = self.state.get_or_insert_with(os_seed);

@@ -22,14 +22,15 @@ use std::time::Duration;
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use crate::call::{Call, CallAction, CallSpec, Operation, Outage};
+use crate::call::{Call, CallAction, CallPolicy};
+#[cfg(feature = "test-exports")]
+use crate::check::single_flight::SingleFlight;
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 #[cfg(feature = "test-exports")]
 use crate::classify::classify as classify_facts;
-use crate::config::{EnvValue, Settings, PREFIX};
+#[cfg(feature = "test-exports")]
+use crate::config::Settings;
+use crate::config::{EnvValue, PREFIX};
 #[cfg(feature = "test-exports")]
 use crate::preflight;
 #[cfg(feature = "test-exports")]
@@ -43,8 +44,6 @@ use crate::rules;
 use crate::runner_key;
 #[cfg(feature = "test-exports")]
 use crate::schedule::Schedule;
-#[cfg(feature = "test-exports")]
-use crate::single_flight::SingleFlight;
 use de::{js_number, Bad};
 use wire::write;
 
@@ -122,10 +121,7 @@ impl WasmPreflight {
             .machine
             .on_result(probe as usize, attempt, time(now_ms)?, result)
             .map_err(result_error)?;
-        Ok(JsValue::from_str(match accepted {
-            preflight::Accepted::Applied => "applied",
-            preflight::Accepted::Stale => "stale",
-        }))
+        Ok(JsValue::from_str(accepted.name()))
     }
 
     /// True when a fresh record answered the check as it started: the
@@ -213,15 +209,11 @@ impl WasmCheck {
     }
 }
 
-/// The call policy of one set of settings (`new CallPolicy(env)`: read
-/// once, warned about once), making one [`Call`] machine per Kubernetes
-/// call (see `src/call/`).
+/// The calls of one set of settings (`new CallPolicy(env, warned)`), one
+/// [`Call`] machine per Kubernetes call (see `src/call/`).
 #[wasm_bindgen(js_name = CallPolicy)]
 pub struct WasmCallPolicy {
-    settings: Settings,
-    warnings: Vec<String>,
-    /// Shared with every call it made: how they ended.
-    outage: Rc<RefCell<Outage>>,
+    policy: CallPolicy,
 }
 
 #[wasm_bindgen(js_class = CallPolicy)]
@@ -231,39 +223,29 @@ impl WasmCallPolicy {
     #[wasm_bindgen(constructor)]
     pub fn new(env: &JsValue, warned: Option<bool>) -> WasmCallPolicy {
         let env = env_pairs(env);
-        let (settings, errors) = Settings::from_env_values(&values(&env));
         WasmCallPolicy {
-            settings,
-            warnings: Settings::warnings_once(&errors, warned == Some(true)),
-            outage: Rc::new(RefCell::new(Outage::new())),
+            policy: CallPolicy::new(&values(&env), warned == Some(true)),
         }
     }
 
-    /// The settings' warnings (a value that is not accepted, and what is
-    /// used instead), to print once.
+    /// The settings' warnings, to print once.
     pub fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+        self.policy.warnings().to_vec()
     }
 
     /// `passesThrough(method)`: whether a call of client method `method`
-    /// is made as it is, with no machine (see `Operation::of_call`).
+    /// is made as it is, with no machine.
     #[wasm_bindgen(js_name = passesThrough)]
     pub fn passes_through(&self, method: &str) -> bool {
-        Operation::of_call(&self.settings, &CallSpec::method(method)) == Operation::PassThrough
+        self.policy.passes_through(method)
     }
 
     /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
-    /// namespace?, kind?, name?, body?, operation?}`. Calls of one policy
-    /// share what they learn of an outage (see `src/call/outage.rs`).
+    /// namespace?, kind?, name?, body?, operation?, cluster?}`.
     pub fn call(&self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
         let spec = read(spec, "spec", wire::call_spec)?;
-        let call = self
-            .outage
-            .borrow()
-            .start(&self.settings, spec, time(now_ms)?);
         Ok(WasmCall {
-            call,
-            outage: Some(Rc::clone(&self.outage)),
+            call: self.policy.call(spec, time(now_ms)?),
         })
     }
 }
@@ -272,8 +254,6 @@ impl WasmCallPolicy {
 #[wasm_bindgen(js_name = Call)]
 pub struct WasmCall {
     call: Call,
-    /// The policy's memory, told once how this call ended.
-    outage: Option<Rc<RefCell<Outage>>>,
 }
 
 #[wasm_bindgen(js_class = Call)]
@@ -290,17 +270,11 @@ impl WasmCall {
                 .on_result(request, now, result)
                 .map_err(|e| error("PREFLIGHT_BAD_RESULT", &e.to_string()))?;
         }
-        let actions = steps(
+        Ok(steps(
             || self.call.poll(now),
             |a| write(&wire::CallActionOut::from(a)),
             |a| matches!(a, CallAction::Wait { .. } | CallAction::Done { .. }),
-        );
-        if self.call.outcome().is_some() {
-            if let Some(outage) = self.outage.take() {
-                outage.borrow_mut().learn(&self.call, now);
-            }
-        }
-        Ok(actions)
+        ))
     }
 }
 
@@ -435,10 +409,7 @@ pub fn settings_warnings(env: &JsValue) -> Vec<String> {
 #[wasm_bindgen(js_name = previewSchedule)]
 pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
     let settings = settings_from(env).0;
-    let mut random = match settings.seed {
-        Some(seed) => RandomSource::seeded(seed),
-        None => RandomSource::from_os(),
-    };
+    let mut random = RandomSource::for_seed(settings.seed, 0);
     Schedule::preview(settings.backoff, &mut random)
         .into_iter()
         .map(|d| crate::millis(d) as f64)

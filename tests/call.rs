@@ -733,16 +733,16 @@ fn a_create_body_that_does_not_parse_is_named_in_a_debug_line_and_treated_as_unn
 /// down: after a give-up, the process's next calls try once.
 #[test]
 fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
-    use k8s_auth_preflight::call::Outage;
+    use k8s_auth_preflight::call::Breaker;
     let s = settings();
-    let mut outage = Outage::new();
-    let mut first = outage.start(&s, on("readNamespacedPod", "Pod", "p"), T0);
+    let mut breaker = Breaker::new();
+    let mut first = breaker.start(&s, on("readNamespacedPod", "Pod", "p"), T0);
     let r = run(&mut first, &[code("ECONNREFUSED")]);
     assert!(r.attempts() > 5, "the first call retries for its deadline");
-    outage.learn(&first, r.done_at);
+    breaker.learn(&first, r.done_at);
 
     // The next call, moments later: one attempt, no "retrying" warning.
-    let mut next = outage.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
+    let mut next = breaker.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
     let mut now = r.done_at + 1_000;
     let CallAction::Send { request, .. } = next.poll(now) else {
         panic!("no attempt");
@@ -787,15 +787,15 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
     );
     // A call that fails in a known outage extends it.
     assert!(next.gave_up_on_the_api());
-    outage.learn(&next, now);
-    assert_eq!(outage.known(s.call_deadline, now), Some(0));
+    breaker.learn(&next, now);
+    assert_eq!(breaker.known(s.call_deadline, now), Some(0));
 
     // The API answers a call: the outage is over, the next call has its deadline.
-    let mut answered = outage.start(&s, on("listNamespacedPod", "Pod", "p"), now + 1_000);
+    let mut answered = breaker.start(&s, on("listNamespacedPod", "Pod", "p"), now + 1_000);
     let r = run(&mut answered, &[OK]);
     assert_eq!(r.outcome, CallOutcome::Return { request: 1 });
-    outage.learn(&answered, r.done_at);
-    let mut later = outage.start(&s, on("readNamespacedPod", "Pod", "p"), r.done_at + 1);
+    breaker.learn(&answered, r.done_at);
+    let mut later = breaker.start(&s, on("readNamespacedPod", "Pod", "p"), r.done_at + 1);
     let r = run(
         &mut later,
         &[code("ECONNREFUSED"), code("ECONNREFUSED"), OK],
@@ -803,7 +803,7 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
     assert_eq!(r.attempts(), 3);
 
     // And a deadline's quiet ends it too.
-    let quiet = Outage::gave_up_at(T0);
+    let quiet = Breaker::gave_up_at(T0);
     let mut c = quiet.start(&s, on("readNamespacedPod", "Pod", "p"), T0 + DEADLINE);
     let r = run(&mut c, &[code("ECONNREFUSED"), OK]);
     assert_eq!(r.attempts(), 2);
@@ -836,24 +836,24 @@ fn the_deadline_bounds_a_call_not_the_checks_attempt_limit() {
 /// nothing about the API.
 #[test]
 fn a_give_up_for_a_reason_of_the_calls_own_is_no_outage() {
-    use k8s_auth_preflight::call::Outage;
+    use k8s_auth_preflight::call::Breaker;
     let s = settings();
-    let mut outage = Outage::new();
-    let mut exec = outage.start(&s, on("exec", "Pod", "p"), T0);
+    let mut breaker = Breaker::new();
+    let mut exec = breaker.start(&s, on("exec", "Pod", "p"), T0);
     let r = run(&mut exec, &[code("ECONNRESET")]);
     assert_eq!(r.attempts(), 1);
     gave_up(&r);
     assert!(!exec.gave_up_on_the_api());
-    outage.learn(&exec, r.done_at);
-    assert_eq!(outage.known(s.call_deadline, r.done_at), None);
+    breaker.learn(&exec, r.done_at);
+    assert_eq!(breaker.known(s.call_deadline, r.done_at), None);
     // The next exec retries through the stall as usual.
-    let mut next = outage.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
+    let mut next = breaker.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
     let r = run(&mut next, &[code("ECONNREFUSED"), code("ECONNREFUSED"), OK]);
     assert_eq!(r.attempts(), 3);
     // A passed-through call, and a call not over, teach nothing either.
     let mut off = s.clone();
     off.resilient_calls = false;
-    let mut gone = Outage::gave_up_at(T0);
+    let mut gone = Breaker::gave_up_at(T0);
     let mut pass = Call::new(&off, on("readNamespacedPod", "Pod", "p"), T0);
     let _ = run(&mut pass, &[OK]);
     gone.learn(&pass, T0 + 1);
@@ -1080,23 +1080,48 @@ fn a_proxys_refused_target_is_retried_like_a_refused_connection() {
     }
 }
 
+/// The calls a policy makes tell its breaker themselves how they ended:
+/// after one gives up on the API, the policy's next call tries once; a
+/// call of another policy (another process's settings) knows nothing.
+#[test]
+fn the_calls_of_one_policy_report_to_its_breaker_themselves() {
+    use k8s_auth_preflight::call::CallPolicy;
+    use k8s_auth_preflight::config::EnvValue;
+    let env = [("ACTIONS_RUNNER_PREFLIGHT_SEED", EnvValue::Text("7"))];
+    let policy = CallPolicy::new(&env, false);
+    let mut first = policy.call(on("readNamespacedPod", "Pod", "p"), T0);
+    let r = run(&mut first, &[code("ECONNREFUSED")]);
+    assert!(r.attempts() > 5, "the first call retries for its deadline");
+    let mut next = policy.call(on("readNamespacedPod", "Pod", "p"), r.done_at + 1_000);
+    let r2 = run(&mut next, &[code("ECONNREFUSED")]);
+    assert_eq!(r2.attempts(), 1);
+    assert!(
+        gave_up(&r2).contains("gave up on the Kubernetes API"),
+        "{}",
+        gave_up(&r2)
+    );
+    let other = CallPolicy::new(&env, false);
+    let mut fresh = other.call(on("readNamespacedPod", "Pod", "p"), r.done_at + 1_000);
+    assert!(run(&mut fresh, &[code("ECONNREFUSED")]).attempts() > 5);
+}
+
 /// What is learned of one cluster's outage says nothing of another's.
 #[test]
 fn an_outage_of_one_cluster_leaves_calls_to_another_their_retries() {
-    use k8s_auth_preflight::call::Outage;
+    use k8s_auth_preflight::call::Breaker;
     let s = settings();
     let to = |server: &str| CallSpec {
         cluster: Some(server.into()),
         ..CallSpec::method("listNamespacedPod")
     };
-    let mut outage = Outage::new();
-    let mut dead = outage.start(&s, to("https://a.example:6443"), T0);
+    let mut breaker = Breaker::new();
+    let mut dead = breaker.start(&s, to("https://a.example:6443"), T0);
     let r = run(&mut dead, &[code("ECONNREFUSED")]);
-    outage.learn(&dead, r.done_at);
-    let mut other = outage.start(&s, to("https://b.example:6443"), r.done_at + 1_000);
+    breaker.learn(&dead, r.done_at);
+    let mut other = breaker.start(&s, to("https://b.example:6443"), r.done_at + 1_000);
     let got = run(&mut other, &[status(503), OK]);
     assert_eq!(got.outcome, CallOutcome::Return { request: 2 });
-    let mut same = outage.start(&s, to("https://a.example:6443"), r.done_at + 1_000);
+    let mut same = breaker.start(&s, to("https://a.example:6443"), r.done_at + 1_000);
     let got = run(&mut same, &[status(503), OK]);
     assert!(
         matches!(got.outcome, CallOutcome::GiveUp { .. }),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use k8s_auth_preflight::cache::{self, CacheKey};
-use k8s_auth_preflight::retry_quota::SUGGESTED_TOKENS;
+use k8s_auth_preflight::preflight::retry_quota::SUGGESTED_TOKENS;
 use k8s_auth_preflight::{permission, Identity, Preflight, Settings, Source, Verdict};
 
 const TOKEN: &[u8] = b"quota-token";

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use k8s_auth_preflight::single_flight::{FlightAction, Holder, LockAttempt, SingleFlight};
+use k8s_auth_preflight::check::single_flight::{FlightAction, Holder, LockAttempt, SingleFlight};
 use k8s_auth_preflight::Settings;
 use proptest::prelude::*;
 

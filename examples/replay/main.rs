@@ -52,7 +52,7 @@ mod sim;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use k8s_auth_preflight::retry_quota::SUGGESTED_TOKENS;
+use k8s_auth_preflight::preflight::retry_quota::SUGGESTED_TOKENS;
 use k8s_auth_preflight::Jitter;
 use sim::{healthy_p95, percentile, run_planned, JobPlan, Plan, Policy, Report, Scenario};
 

@@ -135,16 +135,7 @@ pub enum CallResult {
     },
 }
 
-/// What the machine did with a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Accepted {
-    /// It changed the call.
-    Applied,
-    /// It was for a request that is no longer current (abandoned at its
-    /// timeout, or the call is over) and was ignored. The host closes what
-    /// it holds from it (a stream opened late is closed, never used).
-    Stale,
-}
+pub use crate::retry::Accepted;
 
 /// A report the machine cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,6 +9,7 @@
 //! request went out.
 
 use crate::classify::{request_cannot_be_sent, ErrorFacts};
+use crate::error_codes::{self, Reached};
 use crate::text::contains;
 
 /// Where a failed request stopped.
@@ -61,20 +62,6 @@ pub fn with_upgrade_status(mut facts: ErrorFacts) -> ErrorFacts {
     facts
 }
 
-/// Codes of a connection that was never made.
-const NOT_CONNECTED: &[&str] = &[
-    "ECONNREFUSED",
-    "EHOSTUNREACH",
-    "ENETUNREACH",
-    "ENETDOWN",
-    "EADDRNOTAVAIL",
-    // undici: the TCP (or TLS) connection was not made in time.
-    "UND_ERR_CONNECT_TIMEOUT",
-];
-
-/// Codes of a name that did not resolve.
-const DNS: &[&str] = &["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NONAME"];
-
 /// Node's TLS failures: `ERR_TLS_*`, OpenSSL's `ERR_SSL_*`, and the
 /// certificate checks (`CERT_HAS_EXPIRED`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`,
 /// `DEPTH_ZERO_SELF_SIGNED_CERT`, ...).
@@ -122,17 +109,18 @@ impl FailureStage {
         if facts.codes.is_empty() {
             return FailureStage::of_message(&facts.message);
         }
-        let phase = |c: &String| {
-            let c = c.as_str();
-            NOT_CONNECTED.contains(&c) || DNS.contains(&c) || is_tls_code(c)
-        };
+        let phase = |c: &String| error_codes::reached(c).is_some() || is_tls_code(c);
         let all_in_phase = facts.codes.iter().all(|c| phase(c) || c == "ETIMEDOUT");
         if !all_in_phase || !facts.codes.iter().any(phase) {
             return FailureStage::Unknown;
         }
         if facts.codes.iter().any(|c| is_tls_code(c)) {
             FailureStage::Tls
-        } else if facts.codes.iter().any(|c| DNS.contains(&c.as_str())) {
+        } else if facts
+            .codes
+            .iter()
+            .any(|c| error_codes::reached(c) == Some(Reached::Dns))
+        {
             FailureStage::Dns
         } else {
             FailureStage::NotConnected
@@ -142,13 +130,11 @@ impl FailureStage {
     /// client-node 1.x spells the system call out when no code survived:
     /// `request to https://... failed, reason: connect ECONNREFUSED ...`.
     fn of_message(message: &str) -> FailureStage {
-        if NOT_CONNECTED
-            .iter()
+        if error_codes::reaching(Reached::NotConnected)
             .any(|c| contains(message, &format!("connect {c}")))
         {
             FailureStage::NotConnected
-        } else if DNS
-            .iter()
+        } else if error_codes::reaching(Reached::Dns)
             .any(|c| contains(message, &format!("getaddrinfo {c}")))
         {
             FailureStage::Dns

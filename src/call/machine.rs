@@ -1,7 +1,12 @@
 //! The machine of one call ([`Call`]): its state, `poll`, and the `on_*`
 //! reports.
 
+use crate::retry::{self, SteadyClock, Trouble};
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
+
+use super::breaker::Breaker;
 
 use super::action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
 use super::failure_stage::{with_upgrade_status, FailureStage};
@@ -50,7 +55,7 @@ pub struct Call {
     /// Nothing is in flight after this time: the deadline plus one
     /// request timeout.
     end_ms: u64,
-    latest_ms: u64,
+    clock: SteadyClock,
     state: State,
     /// Requests sent (attempts and read-backs).
     requests: u32,
@@ -58,17 +63,19 @@ pub struct Call {
     attempts: u32,
     /// An attempt of this call may have been applied (its write landed).
     may_have_applied: bool,
-    /// Failures that were retried.
-    retried: u32,
-    warned: bool,
-    last_error: Option<String>,
+    /// The failures met: the warning given once, the last error, how
+    /// many were retried.
+    trouble: Trouble,
     /// The last request that reported an error (not our timeout).
     last_reported: Option<u32>,
     /// Warn, Info and Debug actions not yet returned, oldest first.
     pending: Vec<CallAction>,
     /// A call of this process gave up this long ago (ms) with none
-    /// answered since ([`super::Outage`]): one attempt, no retry.
+    /// answered since ([`super::Breaker`]): one attempt, no retry.
     known_outage_ms: Option<u64>,
+    /// Told once how the call ended, when the call was made by a
+    /// [`super::CallPolicy`].
+    breaker: Option<Rc<RefCell<Breaker>>>,
     /// The call gave up on the API: out of time or attempts, or a failure
     /// it would have retried in a known outage (not a failure that may
     /// not be retried, such as a set-up that may have started).
@@ -156,10 +163,7 @@ impl Call {
             sent,
             what,
             schedule: Schedule::new(backoff),
-            random: match settings.seed {
-                Some(seed) => RandomSource::seeded(seed),
-                None => RandomSource::from_os(),
-            },
+            random: RandomSource::for_seed(settings.seed, 0),
             request_timeout_ms,
             abandon_after_ms,
             auth_retry_ms: millis(settings.call_auth_retry),
@@ -171,33 +175,38 @@ impl Call {
             started_ms: now_ms,
             deadline_ms,
             end_ms: deadline_ms.saturating_add(last_wait_ms),
-            latest_ms: now_ms,
+            clock: SteadyClock::starting_at(now_ms),
             state: State::AttemptDue { at_ms: now_ms },
             requests: 0,
             attempts: 0,
             may_have_applied: false,
-            retried: 0,
-            warned: false,
-            last_error: None,
+            trouble: Trouble::default(),
             last_reported: None,
             pending,
             known_outage_ms: None,
+            breaker: None,
             gave_up_on_the_api: false,
         }
     }
 
     /// Whether the call ended by giving up on the API: out of time or
     /// attempts while the API kept failing, or a failure it would have
-    /// retried but for a known outage. What [`super::Outage`] learns from.
+    /// retried but for a known outage. What [`super::Breaker`] learns from.
     pub fn gave_up_on_the_api(&self) -> bool {
         self.gave_up_on_the_api
     }
 
     /// This call starting `ago_ms` after another call of the process gave
-    /// up on the API, with none answered since ([`super::Outage`]): it
+    /// up on the API, with none answered since ([`super::Breaker`]): it
     /// makes one attempt, and a failure that would be retried gives up.
     pub fn in_known_outage(mut self, ago_ms: u64) -> Call {
         self.known_outage_ms = Some(ago_ms);
+        self
+    }
+
+    /// This call telling `breaker` how it ended, once it is over.
+    pub fn reporting_to(mut self, breaker: Rc<RefCell<Breaker>>) -> Call {
+        self.breaker = Some(breaker);
         self
     }
 
@@ -243,7 +252,7 @@ impl Call {
     /// The next thing to do. See [`CallAction`]. Call it until it returns
     /// `Wait` or `Done`.
     pub fn poll(&mut self, now_ms: u64) -> CallAction {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         if self.straggler.is_some_and(|s| now >= s.abandon_at) {
             self.straggler = None;
         }
@@ -278,7 +287,12 @@ impl Call {
             return self.pending.remove(0);
         }
         match self.state.clone() {
-            State::Over(outcome) => CallAction::Done { outcome },
+            State::Over(outcome) => {
+                if let Some(breaker) = self.breaker.take() {
+                    breaker.borrow_mut().learn(self, now);
+                }
+                CallAction::Done { outcome }
+            }
             State::AttemptDue { at_ms } if at_ms <= now => {
                 if self.attempts > 0 && now >= self.deadline_ms {
                     self.give_up(now, None);
@@ -393,19 +407,19 @@ impl Call {
     /// Request `request` succeeded (a connection: its stream opened). The
     /// outcome will say to return what it returned.
     pub fn on_success(&mut self, request: u32, now_ms: u64) -> Result<Accepted, ReportError> {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         let Some(sent) = self.current(request)? else {
             return Ok(Accepted::Stale);
         };
         let Sent::Attempt { number } = sent else {
             return Err(ReportError::WrongReport(request));
         };
-        if self.retried > 0 {
-            let last = self.last_error.clone().unwrap_or_default();
+        if self.trouble.retried() > 0 {
+            let last = self.trouble.last_error().unwrap_or_default();
             // Every attempt sent counts, a read's first copy answering last
             // included.
             let attempts = self.attempts.max(number);
-            let line = messages::recovered(&self.what, attempts, now - self.started_ms, &last);
+            let line = messages::recovered(&self.what, attempts, now - self.started_ms, last);
             self.pending.push(CallAction::Info { message: line });
         }
         self.debug(request, Some(number), "answered", "done", now);
@@ -429,7 +443,7 @@ impl Call {
         now_ms: u64,
         body: &str,
     ) -> Result<Accepted, ReportError> {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         let Some(sent) = self.current(request)? else {
             return Ok(Accepted::Stale);
         };
@@ -495,7 +509,7 @@ impl Call {
         facts: ErrorFacts,
         stage: Option<FailureStage>,
     ) -> Result<Accepted, ReportError> {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         if self.current(request)?.is_none() {
             return Ok(Accepted::Stale);
         }
@@ -578,7 +592,7 @@ impl Call {
             stage.describe()
         );
         if let (Decision::Retry, Some(ago)) = (&decision, self.known_outage_ms) {
-            self.last_error = Some(evidence);
+            self.trouble.last(evidence);
             self.debug(
                 request,
                 attempt,
@@ -593,14 +607,15 @@ impl Call {
         }
         match decision {
             Decision::Retry => {
-                self.retried += 1;
-                if !self.warned {
-                    self.warned = true;
-                    let line =
-                        messages::starts_failing(&self.what, &evidence, millis(self.deadline));
+                if let Some(evidence) = self.trouble.retrying(evidence) {
+                    let line = retry::messages::starts_failing(
+                        &self.what,
+                        evidence,
+                        millis(self.deadline),
+                        "The job has not failed.",
+                    );
                     self.pending.push(CallAction::Warn { message: line });
                 }
-                self.last_error = Some(evidence);
                 match self.next_delay(&class, now) {
                     Some(delay) => {
                         let at_ms = now + millis(delay);
@@ -618,7 +633,7 @@ impl Call {
                 }
             }
             Decision::ReadBack => {
-                self.last_error = Some(evidence);
+                self.trouble.last(evidence);
                 self.state = State::ReadBackDue {
                     at_ms: now,
                     conflict: request,
@@ -632,7 +647,7 @@ impl Call {
                 );
             }
             Decision::Deleted => {
-                if self.warned {
+                if self.trouble.warned() {
                     let line = messages::found_deleted(
                         &self.what,
                         attempt.unwrap_or(self.attempts),
@@ -659,14 +674,14 @@ impl Call {
                 self.debug(request, attempt, &result, next, now);
                 if facts.timed_out {
                     // Our own timeout has no error for the host to throw.
-                    self.last_error = Some(evidence);
+                    self.trouble.last(evidence);
                     self.give_up(now, None);
                 } else {
                     self.finish(CallOutcome::Throw { request: thrown });
                 }
             }
             Decision::Stop(note) => {
-                self.last_error = Some(evidence);
+                self.trouble.last(evidence);
                 self.debug(request, attempt, &result, "not retried", now);
                 self.give_up(now, Some(note));
             }
@@ -677,17 +692,7 @@ impl Call {
     /// `None` when the schedule (attempts, deadline) says no more.
     fn next_delay(&mut self, class: &Class, now: u64) -> Option<Duration> {
         let elapsed = Duration::from_millis(now.saturating_sub(self.started_ms));
-        match class {
-            Class::Throttled {
-                retry_after_ms: Some(ms),
-                ..
-            } => self.schedule.next_delay_after_pushback(
-                elapsed,
-                Duration::from_millis(*ms),
-                &mut self.random,
-            ),
-            _ => self.schedule.next_delay(elapsed, &mut self.random),
-        }
+        retry::next_delay(&mut self.schedule, class, elapsed, &mut self.random)
     }
 
     /// Whether the answer in `facts` refused the request on purpose, and
@@ -727,7 +732,7 @@ impl Call {
         // Stopped early for a reason of its own (`note`): not the API's
         // failing for a whole deadline.
         self.gave_up_on_the_api = note.is_none();
-        let last = self.last_error.as_deref().unwrap_or("none");
+        let last = self.trouble.last_error().unwrap_or("none");
         let message = messages::gave_up(
             &self.what,
             now - self.started_ms,
@@ -758,12 +763,6 @@ impl Call {
         let left = self.deadline_ms.saturating_sub(now);
         let line = messages::attempt_line(&self.what, &which, result, next, left);
         self.pending.push(CallAction::Debug { message: line });
-    }
-
-    /// Time never runs backwards inside the machine.
-    fn observe(&mut self, now_ms: u64) -> u64 {
-        self.latest_ms = self.latest_ms.max(now_ms);
-        self.latest_ms
     }
 }
 

@@ -38,15 +38,6 @@ impl Fault {
     }
 }
 
-/// The warning printed once, at the first failure that will be retried.
-pub fn starts_failing(what: &str, evidence: &str, deadline_ms: u64) -> String {
-    format!(
-        "The Kubernetes API did not answer {what} ({evidence}); retrying for up to {} s. The job has not failed.",
-        // Whole seconds, rounded up, as the check's warning.
-        deadline_ms.div_ceil(1000)
-    )
-}
-
 /// The line printed when a call that failed succeeds after all.
 pub fn recovered(what: &str, attempts: u32, tried_ms: u64, last_error: &str) -> String {
     format!(
@@ -149,13 +140,5 @@ mod tests {
             Fault::Unreachable,
         );
         assert!(once.contains("(1 attempt; last error: request timed out). It was not retried: why. The Kubernetes API failed, not the job"), "{once}");
-    }
-
-    #[test]
-    fn the_warning_rounds_the_deadline_up() {
-        assert_eq!(
-            starts_failing("listNamespacedPod", "ECONNREFUSED", 1_999),
-            "The Kubernetes API did not answer listNamespacedPod (ECONNREFUSED); retrying for up to 2 s. The job has not failed."
-        );
     }
 }

@@ -53,19 +53,21 @@
 //! (`machine.rs`).
 
 mod action;
+mod breaker;
+mod call_policy;
 mod failure_stage;
 mod machine;
 mod messages;
 mod operation;
-mod outage;
 mod ownership;
 pub mod policy;
 mod spec;
 
 pub use action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
+pub use breaker::Breaker;
+pub use call_policy::CallPolicy;
 pub use failure_stage::FailureStage;
 pub use machine::Call;
 pub use operation::Operation;
-pub use outage::Outage;
 pub use ownership::{Judgement, Ownership};
 pub use spec::CallSpec;

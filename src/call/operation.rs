@@ -29,6 +29,11 @@ pub enum Operation {
     PassThrough,
 }
 
+/// The method a host names for a function passed to `retryK8sApiCall`
+/// without saying which client method it makes. It is treated as a read:
+/// retried on a transient error, any answer the caller's.
+pub const UNNAMED_CALL: &str = "retryK8sApiCall";
+
 /// The stream helpers' method names (`new k8s.Exec(kc).exec(...)`, ...).
 const CONNECTIONS: &[&str] = &["exec", "attach", "portForward"];
 
@@ -56,7 +61,8 @@ impl Operation {
         // is a question: it stores nothing and names no object.
         let review = starts("create") && method.ends_with("Review");
         // The Log helper's `log` reads a stream: it starts nothing.
-        if review || method == "log" || starts("read") || starts("list") || starts("get") {
+        let read = review || method == "log" || method == UNNAMED_CALL;
+        if read || starts("read") || starts("list") || starts("get") {
             Operation::Read
         } else if starts("create") {
             Operation::Create
@@ -163,9 +169,15 @@ mod tests {
     }
 
     #[test]
+    fn a_function_whose_method_is_not_named_is_a_read() {
+        let spec = CallSpec::method(UNNAMED_CALL);
+        assert_eq!(Operation::of_call(&Settings::new(), &spec), Operation::Read);
+    }
+
+    #[test]
     fn a_named_kind_wins_over_the_method_and_off_wins_over_both() {
         let mut settings = Settings::new();
-        let mut spec = CallSpec::method("retryK8sApiCall");
+        let mut spec = CallSpec::method("patchNamespacedPod");
         assert_eq!(Operation::of_call(&settings, &spec), Operation::PassThrough);
         spec.operation = Some(Operation::Read);
         assert_eq!(Operation::of_call(&settings, &spec), Operation::Read);

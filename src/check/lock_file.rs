@@ -3,12 +3,12 @@
 //! A lock holds one line, `<pid> <host> <nonce>\n`: the holder's process
 //! id, its host name and 16 hex digits drawn for this lock, so that a
 //! process releases only a lock it made. What the shim saw at the path
-//! ([`LockSeen`]) becomes a [`Holder`] for [`crate::single_flight`], or a
+//! ([`LockSeen`]) becomes a [`Holder`] for [`crate::check::single_flight`], or a
 //! process to ask about first.
 
 use super::action::LockSeen;
+use crate::check::single_flight::Holder;
 use crate::random::RandomSource;
-use crate::single_flight::Holder;
 
 /// The most bytes a lock may hold.
 pub const MAX_LOCK_BYTES: u32 = 256;

@@ -23,7 +23,7 @@
 //!    identity that signs the record.
 //! 2. **The record** ([`crate::cache`]): a fresh one answers the check at
 //!    once, with no lock and no request.
-//! 3. **A turn at the lock** ([`turn`]): [`SingleFlight`](crate::single_flight::SingleFlight), a sub-machine, decides
+//! 3. **A turn at the lock** ([`turn`]): [`SingleFlight`](crate::check::single_flight::SingleFlight), a sub-machine, decides
 //!    when to try for the lock, how long to wait between looks at the
 //!    record, when a lock is stale and when to stop waiting; this machine
 //!    turns its wishes into file actions and the facts back into its
@@ -43,8 +43,10 @@ mod action;
 mod finish;
 pub mod lock_file;
 pub mod record_file;
+pub mod single_flight;
 mod turn;
 
+use crate::retry::SteadyClock;
 use std::collections::VecDeque;
 
 use thiserror::Error;
@@ -147,7 +149,7 @@ pub struct Check {
     startup_warnings: Vec<String>,
     out: VecDeque<CheckAction>,
     stage: Stage,
-    latest_ms: u64,
+    clock: SteadyClock,
 }
 
 impl Check {
@@ -158,10 +160,7 @@ impl Check {
         let (settings, errors) = Settings::from_env_values(input.env);
         let permissions = permission::flatten(input.permissions)?;
         check_namespace(input.namespace)?;
-        let random = match settings.seed {
-            Some(seed) => RandomSource::seeded(seed ^ 0x004c_4f43_4b46_494c),
-            None => RandomSource::from_os(),
-        };
+        let random = RandomSource::for_seed(settings.seed, 0x004c_4f43_4b46_494c);
         let mut check = Check {
             permissions,
             namespace: input.namespace.to_string(),
@@ -179,7 +178,7 @@ impl Check {
                 record: Pending::NotAsked,
                 created_key: false,
             },
-            latest_ms: now_ms,
+            clock: SteadyClock::starting_at(now_ms),
             settings,
         };
         let runner_temp = input.env.iter().find_map(|(k, v)| match v {
@@ -214,7 +213,7 @@ impl Check {
 
     /// The next thing to do. See [`CheckAction`].
     pub fn poll(&mut self, now_ms: u64) -> CheckAction {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         loop {
             if let Some(action) = self.out.pop_front() {
                 return action;
@@ -270,7 +269,7 @@ impl Check {
 
     /// Reports a fact: the result of a file action, or of a request.
     pub fn on_fact(&mut self, now_ms: u64, fact: Fact) -> Result<(), FactError> {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         match (&mut self.stage, fact) {
             (
                 Stage::Checking { inner, .. },
@@ -468,12 +467,6 @@ impl Check {
 
     fn log(&mut self, level: Level, message: String) {
         self.out.push_back(CheckAction::Log { level, message });
-    }
-
-    /// Time never runs backwards inside the machine.
-    fn observe(&mut self, now_ms: u64) -> u64 {
-        self.latest_ms = self.latest_ms.max(now_ms);
-        self.latest_ms
     }
 }
 

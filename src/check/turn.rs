@@ -12,10 +12,10 @@ use super::action::{CheckAction, Fact, Level, LockCreated, RecordRead};
 use super::lock_file::{self, HeldLock, Look, ProcessFacts, CREATE_TRIES, MAX_LOCK_BYTES};
 use super::FactError;
 use crate::cache::MAX_RECORD_BYTES;
+use crate::check::single_flight::{FlightAction, Holder, LockAttempt, SingleFlight};
 use crate::config::Settings;
 use crate::preflight::Preflight;
 use crate::random::RandomSource;
-use crate::single_flight::{FlightAction, Holder, LockAttempt, SingleFlight};
 
 /// What the turn wants next.
 #[allow(clippy::large_enum_variant)] // one per poll, moved at once

@@ -16,7 +16,7 @@ pub enum Action {
         /// Which probe.
         probe: usize,
         /// Which request of that probe, from 1: its attempt number, or for
-        /// a hedge ([`crate::hedge`]) a number of its own. Report the
+        /// a hedge ([`crate::preflight::hedge`]) a number of its own. Report the
         /// result under it.
         attempt: u32,
         /// What to send.

@@ -1,12 +1,13 @@
 //! What a failed request does: each failure is classified once
 //! ([`crate::classify`]); a transient or throttled one is retried on the
 //! probe's schedule, a fatal one ends the check. A failure of one copy of a
-//! hedged attempt waits for the other copy ([`crate::hedge`]).
+//! hedged attempt waits for the other copy ([`crate::preflight::hedge`]).
 
 use super::probe::{Probe, State};
 use super::Preflight;
 use crate::classify::{classify, describe, Class, ErrorFacts};
-use crate::hedge::AfterFailure;
+use crate::preflight::hedge::AfterFailure;
+use crate::retry::messages;
 
 impl Preflight {
     /// Request `request` of probe `probe` failed. If the other copy of its
@@ -34,16 +35,16 @@ impl Preflight {
 
     /// A transient failure: the last error, and the warning (once).
     fn note_transient(&mut self, evidence: String) {
-        if !self.warned_unreachable {
-            self.warned_unreachable = true;
-            self.pending_warnings.push(format!(
-                "The Kubernetes API did not answer a permission check ({evidence}); retrying for up to {} s. This is not a permissions problem.",
-                // Whole seconds, rounded up: a budget of 1,999 ms (a
-                // deadline less the time spent at the lock) is "2 s", not "1 s".
-                crate::millis(self.settings.backoff.deadline).div_ceil(1000)
+        // The budget may be a deadline less the time spent at the lock.
+        let deadline_ms = crate::millis(self.settings.backoff.deadline);
+        if let Some(evidence) = self.trouble.retrying(evidence) {
+            self.pending_warnings.push(messages::starts_failing(
+                "a permission check",
+                evidence,
+                deadline_ms,
+                "This is not a permissions problem.",
             ));
         }
-        self.last_error = Some(evidence);
     }
 
     /// The attempt failed with `facts`, of class `class`.

@@ -47,11 +47,11 @@
 //!
 //! Two variants, off by default (the incident replay did not earn them a
 //! place, see the README):
-//! - hedging (`hedge_after`, [`crate::hedge`]): a review unanswered after
+//! - hedging (`hedge_after`, [`crate::preflight::hedge`]): a review unanswered after
 //!   the delay is sent once more, under a request number of its own; the
 //!   first answer wins and the other is `Stale`; a failure of one copy
 //!   waits for the other. Hedges count as requests, not as attempts.
-//! - a retry quota (`retry_quota`, [`crate::retry_quota`]): a token bucket
+//! - a retry quota (`retry_quota`, [`crate::preflight::retry_quota`]): a token bucket
 //!   per check; a retry (or hedge) the bucket cannot pay for is not made,
 //!   and the check ends as inconclusive (never denied) saying why.
 //!
@@ -67,16 +67,19 @@
 mod action;
 mod debug;
 mod failure;
+pub mod hedge;
 mod outcome;
 mod probe;
 mod result;
+pub mod retry_quota;
 mod rules_fast_path;
 mod setup;
 
 use crate::cache::{CacheKey, CacheState};
 use crate::config::Settings;
+use crate::preflight::retry_quota::RetryQuota;
 use crate::random::RandomSource;
-use crate::retry_quota::RetryQuota;
+use crate::retry::{SteadyClock, Trouble};
 use crate::review_answer::Malformed;
 
 pub use action::{
@@ -103,17 +106,17 @@ pub struct Preflight {
     random: RandomSource,
     started_ms: u64,
     deadline_ms: u64,
-    latest_ms: u64,
+    clock: SteadyClock,
     /// No new attempts: a probe was denied, exhausted or fatal.
     stopping: bool,
     requests: u32,
-    last_error: Option<String>,
+    /// The failures met: the warning given once, the last error.
+    trouble: Trouble,
     /// Warnings not yet returned by `poll`, oldest first (a handful at most).
     pending_warnings: Vec<String>,
     /// Debug lines not yet returned by `poll`, oldest first.
     pending_debug: Vec<String>,
     warnings: Vec<String>,
-    warned_unreachable: bool,
     warned_evaluation_error: bool,
     /// Error answers (an HTTP status) to the rules review so far.
     rules_refusals: u32,
@@ -156,7 +159,7 @@ impl Preflight {
 
     /// The next thing to do. See [`Action`].
     pub fn poll(&mut self, now_ms: u64) -> Action {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         if self.outcome.is_none() {
             self.expire_timeouts(now);
         }
@@ -195,7 +198,7 @@ impl Preflight {
         now_ms: u64,
         result: ProbeResult,
     ) -> Result<Accepted, ResultError> {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         let run = self
             .probes
             .get(probe)
@@ -225,11 +228,5 @@ impl Preflight {
             self.debug_attempt(probe, attempt, "answered", &what, now);
         }
         Ok(Accepted::Applied)
-    }
-
-    /// Time never runs backwards inside the machine.
-    fn observe(&mut self, now_ms: u64) -> u64 {
-        self.latest_ms = self.latest_ms.max(now_ms);
-        self.latest_ms
     }
 }

@@ -119,7 +119,7 @@ impl Preflight {
     pub(super) fn finish(&mut self, verdict: Verdict, source: Option<Source>, now: u64) -> Outcome {
         let elapsed_ms = now.saturating_sub(self.started_ms);
         let tried = seconds(elapsed_ms);
-        let last_error = self.last_error.clone();
+        let last_error = self.trouble.last_error().map(str::to_string);
         let last = last_error.as_deref().unwrap_or("none");
         let mut warnings = std::mem::take(&mut self.warnings);
         let mut missing = Vec::new();
@@ -144,7 +144,7 @@ impl Preflight {
             }
             (Verdict::Allowed, _) => {
                 record = self.key.as_ref().map(|key| cache::record_for(key, now));
-                if self.last_error.is_some() {
+                if self.trouble.last_error().is_some() {
                     format!(
                         "Permissions verified after {} requests in {tried} (the API failed transiently: {last}).",
                         self.requests

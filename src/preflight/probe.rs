@@ -1,16 +1,17 @@
 //! Each probe's state and scheduling: when its next attempt is due, its
-//! request in flight (and hedge, [`crate::hedge`]), timeouts, the retry
-//! quota ([`crate::retry_quota`]), and the next request to send.
+//! request in flight (and hedge, [`crate::preflight::hedge`]), timeouts, the retry
+//! quota ([`crate::preflight::retry_quota`]), and the next request to send.
 
 use std::time::Duration;
 
 use super::action::{request_for, Action};
 use super::Preflight;
 use crate::classify::{Class, ErrorFacts};
-use crate::hedge::Attempt;
 use crate::millis;
 use crate::permission::Permission;
-use crate::retry_quota::{self, RetryQuota};
+use crate::preflight::hedge::Attempt;
+use crate::preflight::retry_quota::{self, RetryQuota};
+use crate::retry::next_delay;
 use crate::schedule::{Backoff, Schedule};
 
 /// What a probe asks.
@@ -96,18 +97,7 @@ impl Preflight {
         }
         let elapsed = Duration::from_millis(now - self.started_ms);
         let run = &mut self.probes[probe];
-        let delay = match class {
-            Class::Throttled {
-                retry_after_ms: Some(ms),
-                ..
-            } => run.schedule.next_delay_after_pushback(
-                elapsed,
-                Duration::from_millis(*ms),
-                &mut self.random,
-            ),
-            _ => run.schedule.next_delay(elapsed, &mut self.random),
-        };
-        match delay {
+        match next_delay(&mut run.schedule, class, elapsed, &mut self.random) {
             Some(delay) => {
                 if let Some(quota) = &mut self.quota {
                     let cost = RetryQuota::cost_of(facts);
@@ -192,7 +182,7 @@ impl Preflight {
         })
     }
 
-    /// A hedge whose time has come ([`crate::hedge`]): the same request
+    /// A hedge whose time has come ([`crate::preflight::hedge`]): the same request
     /// again, with a request number of its own.
     fn next_hedge(&mut self, now: u64, timeout_ms: u64) -> Option<Action> {
         loop {

@@ -45,15 +45,7 @@ pub enum ProbeResult {
     },
 }
 
-/// What [`Preflight::on_result`] did with a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Accepted {
-    /// It changed the check.
-    Applied,
-    /// It was for an attempt that is no longer current (already timed out,
-    /// or the check is over) and was ignored.
-    Stale,
-}
+pub use crate::retry::Accepted;
 
 /// A result the machine cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -145,7 +137,7 @@ impl Preflight {
                         "An authorizer failed while the Kubernetes API checked a permission ({evidence}); asking again before calling it a denial."
                     ));
                 }
-                self.last_error = Some(evidence.clone());
+                self.trouble.last(evidence.clone());
                 let class = Class::Transient { why: evidence };
                 self.retry_later(probe, &ErrorFacts::default(), &class, now);
                 return;

@@ -4,6 +4,7 @@
 //! file name a check would use ([`cache_file_name`]); and what makes a
 //! check unable to start ([`SetupError`]).
 
+use crate::retry::{SteadyClock, Trouble};
 use std::time::Duration;
 
 use thiserror::Error;
@@ -16,8 +17,8 @@ use crate::config::{EnvValue, SettingError, Settings};
 use crate::identity::Identity;
 use crate::millis;
 use crate::permission::{self, Permission, PermissionError, PermissionSpec};
+use crate::preflight::retry_quota::RetryQuota;
 use crate::random::RandomSource;
-use crate::retry_quota::RetryQuota;
 use crate::runner_key;
 use crate::schedule::Schedule;
 use crate::text::quoted;
@@ -200,10 +201,7 @@ impl Preflight {
         probes: Vec<Probe>,
         now_ms: u64,
     ) -> Preflight {
-        let random = match settings.seed {
-            Some(seed) => RandomSource::seeded(seed),
-            None => RandomSource::from_os(),
-        };
+        let random = RandomSource::for_seed(settings.seed, 0);
         let deadline_ms = now_ms.saturating_add(millis(settings.backoff.deadline));
         let probes = probes
             .into_iter()
@@ -219,14 +217,13 @@ impl Preflight {
             random,
             started_ms: now_ms,
             deadline_ms,
-            latest_ms: now_ms,
+            clock: SteadyClock::starting_at(now_ms),
             stopping: false,
             requests: 0,
-            last_error: None,
+            trouble: Trouble::default(),
             pending_warnings: Vec::new(),
             pending_debug: Vec::new(),
             warnings: Vec::new(),
-            warned_unreachable: false,
             warned_evaluation_error: false,
             rules_refusals: 0,
             quota,

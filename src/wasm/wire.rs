@@ -22,6 +22,8 @@ use super::de::{read, Bad};
 #[cfg(feature = "test-exports")]
 use crate::cache_folder::CacheFolder;
 use crate::call::{CallAction, CallOutcome, CallResult, CallSpec, Operation};
+#[cfg(feature = "test-exports")]
+use crate::check::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::check::{CheckAction, Fact, Level, LockCreated, LockSeen, ProcessFacts, RecordRead};
 #[cfg(feature = "test-exports")]
 use crate::classify::Class;
@@ -34,8 +36,6 @@ use crate::rules::{ResourceRule, RulesStatus};
 #[cfg(feature = "test-exports")]
 use crate::runner_key::KeyLocation;
 use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
-#[cfg(feature = "test-exports")]
-use crate::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::text::quoted;
 
 // ---- reading ---------------------------------------------------------------

@@ -12,7 +12,7 @@
 //! one per check); nothing is shared between steps, jobs or runners. The
 //! costs are AWS's; the size is scaled to one check ([`SUGGESTED_TOKENS`]).
 //!
-//! Hedged requests ([`crate::hedge`]) are subject to the same quota, as in
+//! Hedged requests ([`crate::preflight::hedge`]) are subject to the same quota, as in
 //! gRPC's retry throttling: a hedge takes [`RETRY_COST`] and is not sent
 //! when the bucket cannot pay for it.
 

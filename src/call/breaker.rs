@@ -1,17 +1,18 @@
-//! What one process remembers of the API between its calls ([`Outage`]).
+//! What one process remembers of the API between its calls: a circuit
+//! breaker ([`Breaker`]).
 //!
 //! A call gives up only after the API failed it for a whole deadline (or
 //! in a way that may not be retried). A host that loops around its calls,
 //! as the runner hooks loop 30 times around a copy into the pod, would
 //! otherwise wait that whole deadline again on every turn of its loop: 30
-//! times 90 s through an outage that outlasts the first call. So a call
+//! times 120 s (the calls' deadline) through an outage that outlasts the first call. So a call
 //! that starts less than one deadline after a call of the same process
 //! gave up, with no call answered since, makes one attempt and does not
 //! retry: the outage is already known, and the host's loop decides. The
 //! first answer from the API (any answer, even an error of the caller's)
 //! ends the outage, and so does a deadline's quiet.
 //!
-//! It is a circuit breaker per cluster: an outage of one apiserver (the
+//! It is a breaker per cluster: an outage of one apiserver (the
 //! call's `cluster`, its server URL) says nothing of another's. Times are
 //! the host's steady clock, one for all the calls of a process.
 
@@ -25,7 +26,7 @@ use crate::millis;
 
 /// The process's memory of the last call given up on, per cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outage {
+pub struct Breaker {
     /// Per cluster (its server URL; "" when the host did not say): when a
     /// wrapped call last gave up, if no call to it was answered since.
     gave_up_at_ms: Vec<(String, u64)>,
@@ -38,14 +39,14 @@ fn key(cluster: Option<&str>) -> &str {
     cluster.unwrap_or("")
 }
 
-impl Outage {
+impl Breaker {
     /// No outage known.
-    pub fn new() -> Outage {
-        Outage::default()
+    pub fn new() -> Breaker {
+        Breaker::default()
     }
 
     /// How long ago a call to a cluster the host did not name gave up
-    /// (see [`Outage::known_for`]).
+    /// (see [`Breaker::known_for`]).
     pub fn known(&self, deadline: Duration, now_ms: u64) -> Option<u64> {
         self.known_for(None, deadline, now_ms)
     }
@@ -102,8 +103,8 @@ impl Outage {
     }
 
     /// An outage known to have started at `at_ms` (a call gave up then).
-    pub fn gave_up_at(at_ms: u64) -> Outage {
-        let mut outage = Outage::new();
+    pub fn gave_up_at(at_ms: u64) -> Breaker {
+        let mut outage = Breaker::new();
         outage.set(None, Some(at_ms));
         outage
     }
@@ -118,8 +119,8 @@ mod tests {
     #[test]
     fn a_give_up_is_known_for_one_deadline() {
         let deadline = Duration::from_secs(90);
-        assert_eq!(Outage::new().known(deadline, 1_000), None);
-        let o = Outage::gave_up_at(1_000);
+        assert_eq!(Breaker::new().known(deadline, 1_000), None);
+        let o = Breaker::gave_up_at(1_000);
         assert_eq!(o.known(deadline, 1_000), Some(0));
         assert_eq!(o.known(deadline, 90_999), Some(89_999));
         assert_eq!(o.known(deadline, 91_000), None);
@@ -128,7 +129,7 @@ mod tests {
     #[test]
     fn an_outage_is_known_only_for_its_cluster() {
         let deadline = Duration::from_secs(90);
-        let mut o = Outage::new();
+        let mut o = Breaker::new();
         o.set(Some("https://a:6443"), Some(1_000));
         assert_eq!(
             o.known_for(Some("https://a:6443"), deadline, 2_000),

@@ -29,6 +29,7 @@
 use crate::config::Settings;
 use crate::millis;
 use crate::random::RandomSource;
+use crate::retry::SteadyClock;
 use crate::text::seconds;
 
 /// The first wait before looking at the record again, in ms.
@@ -123,7 +124,7 @@ pub struct SingleFlight {
     stale_after_ms: u64,
     look_ms: u64,
     takeovers: u32,
-    latest_ms: u64,
+    clock: SteadyClock,
     random: RandomSource,
     step: Step,
 }
@@ -134,10 +135,7 @@ impl SingleFlight {
     pub fn new(settings: &Settings, now_ms: u64) -> SingleFlight {
         let deadline = millis(settings.backoff.deadline);
         let timeout = millis(settings.request_timeout);
-        let random = match settings.seed {
-            Some(seed) => RandomSource::seeded(seed ^ 0x0051_464c_4947_4854),
-            None => RandomSource::from_os(),
-        };
+        let random = RandomSource::for_seed(settings.seed, 0x0051_464c_4947_4854);
         // Waiting only helps when the record another process writes can
         // answer this one: not with the cache off or a TTL of 0.
         let useful = settings.cache_enabled && !settings.cache.ttl.is_zero();
@@ -158,7 +156,7 @@ impl SingleFlight {
                 .saturating_add(STALE_MARGIN_MS),
             look_ms: FIRST_LOOK_MS,
             takeovers: 0,
-            latest_ms: now_ms,
+            clock: SteadyClock::starting_at(now_ms),
             random,
             step,
         }
@@ -177,7 +175,7 @@ impl SingleFlight {
 
     /// The next thing to do.
     pub fn poll(&mut self, now_ms: u64) -> FlightAction {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         match &self.step {
             Step::Finished(action) => action.clone(),
             Step::Start => {
@@ -201,7 +199,7 @@ impl SingleFlight {
 
     /// Reports what creating the lock did.
     pub fn on_lock(&mut self, now_ms: u64, attempt: LockAttempt) {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         if !matches!(self.step, Step::AwaitLock) {
             return;
         }
@@ -231,7 +229,7 @@ impl SingleFlight {
 
     /// Reports whether removing a stale lock worked.
     pub fn on_removed(&mut self, now_ms: u64, removed: bool) {
-        let now = self.observe(now_ms);
+        let now = self.clock.observe(now_ms);
         if !matches!(self.step, Step::AwaitRemoval) {
             return;
         }
@@ -249,7 +247,7 @@ impl SingleFlight {
 
     /// Reports whether the record, read again, now answers the check.
     pub fn on_record(&mut self, now_ms: u64, answers: bool) {
-        self.observe(now_ms);
+        self.clock.observe(now_ms);
         if !matches!(self.step, Step::AwaitRecord) {
             return;
         }
@@ -296,11 +294,6 @@ impl SingleFlight {
             .saturating_sub(now)
             .max(self.reserve_ms)
             .max(1)
-    }
-
-    fn observe(&mut self, now_ms: u64) -> u64 {
-        self.latest_ms = self.latest_ms.max(now_ms);
-        self.latest_ms
     }
 }
 

@@ -1,0 +1,55 @@
+//! The calls of one set of settings in one process ([`CallPolicy`]): the
+//! settings read and warned about once, and the breaker every call of
+//! theirs reports to.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::breaker::Breaker;
+use super::machine::Call;
+use super::operation::Operation;
+use super::spec::CallSpec;
+use crate::config::{EnvValue, Settings};
+
+/// The policy one host's calls run under. Each [`Call`] it makes tells
+/// its [`Breaker`] once how it ended, so the calls after it know of an
+/// outage.
+#[derive(Debug)]
+pub struct CallPolicy {
+    settings: Settings,
+    warnings: Vec<String>,
+    breaker: Rc<RefCell<Breaker>>,
+}
+
+impl CallPolicy {
+    /// The policy of the settings in `env`; `warned_before`: the host
+    /// printed their warnings before in this process, so they are not
+    /// given again.
+    pub fn new(env: &[(&str, EnvValue<'_>)], warned_before: bool) -> CallPolicy {
+        let (settings, errors) = Settings::from_env_values(env);
+        CallPolicy {
+            settings,
+            warnings: Settings::warnings_once(&errors, warned_before),
+            breaker: Rc::new(RefCell::new(Breaker::new())),
+        }
+    }
+
+    /// The settings' warnings (a value that is not accepted, and what is
+    /// used instead), to print once.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Whether a call of client method `method` is made as it is, with no
+    /// machine (see [`Operation::of_call`]).
+    pub fn passes_through(&self, method: &str) -> bool {
+        Operation::of_call(&self.settings, &CallSpec::method(method)) == Operation::PassThrough
+    }
+
+    /// The machine of one call of `spec`, starting at `now_ms`: one
+    /// attempt and no retry while its cluster is known to be out.
+    pub fn call(&self, spec: CallSpec, now_ms: u64) -> Call {
+        let call = self.breaker.borrow().start(&self.settings, spec, now_ms);
+        call.reporting_to(Rc::clone(&self.breaker))
+    }
+}

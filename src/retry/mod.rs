@@ -1,0 +1,27 @@
+//! What every retrying machine shares, written once: the check's reviews
+//! ([`crate::preflight`]) and each Kubernetes call ([`crate::call`]) are
+//! both a line of attempts under one deadline.
+//!
+//! - [`SteadyClock`]: the host's time as the machine sees it, which never
+//!   runs backwards.
+//! - [`next_delay`]: the wait before the next attempt, from the schedule,
+//!   or the server's `Retry-After` when it pushed back.
+//! - [`Trouble`]: what a line of attempts has met so far: whether the
+//!   warning was printed (once), the last error, how many failures were
+//!   retried.
+//! - [`Accepted`]: what a machine did with a report.
+//! - [`messages`]: the words both machines print.
+//!
+//! What differs stays with each machine: the check hedges and spends a
+//! retry quota per review; a call decides by the kind of its operation.
+
+mod accepted;
+mod clock;
+mod delay;
+pub mod messages;
+mod trouble;
+
+pub use accepted::Accepted;
+pub use clock::SteadyClock;
+pub use delay::next_delay;
+pub use trouble::Trouble;
