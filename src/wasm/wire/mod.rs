@@ -19,24 +19,19 @@ use serde::{Deserialize, Deserializer, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::de::{read, Bad};
-#[cfg(feature = "test-exports")]
-use crate::cache_folder::CacheFolder;
 use crate::call::{CallAction, CallOutcome, CallResult, CallSpec, Operation};
-#[cfg(feature = "test-exports")]
-use crate::check::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::check::{CheckAction, Fact, Level, LockCreated, LockSeen, ProcessFacts, RecordRead};
-#[cfg(feature = "test-exports")]
-use crate::classify::Class;
 use crate::classify::ErrorFacts;
 use crate::permission::{Permission, PermissionSpec};
-#[cfg(feature = "test-exports")]
-use crate::preflight::Action;
 use crate::preflight::{Outcome, ProbeResult, Request, Source, Verdict};
 use crate::rules::{ResourceRule, RulesStatus};
-#[cfg(feature = "test-exports")]
-use crate::runner_key::KeyLocation;
 use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
 use crate::text::quoted;
+
+#[cfg(feature = "test-exports")]
+mod test_exports;
+#[cfg(feature = "test-exports")]
+pub use test_exports::*;
 
 // ---- reading ---------------------------------------------------------------
 
@@ -66,31 +61,6 @@ pub fn permission_specs(v: &JsValue) -> Result<Vec<PermissionSpec>, Bad> {
             subresource: r.subresource,
             verbs: r.verbs,
             verb: r.verb,
-        })
-        .collect())
-}
-
-/// One flattened permission: `{verb, group, resource, subresource}`, all required.
-#[cfg(feature = "test-exports")]
-#[derive(Deserialize)]
-struct PermissionIn {
-    verb: String,
-    group: String,
-    resource: String,
-    subresource: String,
-}
-
-/// Flattened permissions: an array of them.
-#[cfg(feature = "test-exports")]
-pub fn permissions(v: &JsValue) -> Result<Vec<Permission>, Bad> {
-    let list: Vec<PermissionIn> = read(v)?;
-    Ok(list
-        .into_iter()
-        .map(|p| Permission {
-            verb: p.verb,
-            group: p.group,
-            resource: p.resource,
-            subresource: p.subresource,
         })
         .collect())
 }
@@ -130,12 +100,6 @@ impl From<ErrorFactsIn> for ErrorFacts {
             body: f.body,
         }
     }
-}
-
-/// A failure's facts, alone (`classify`).
-#[cfg(feature = "test-exports")]
-pub fn error_facts(v: &JsValue) -> Result<ErrorFacts, Bad> {
-    read::<ErrorFactsIn>(v).map(ErrorFacts::from)
 }
 
 /// The `status` of a SelfSubjectRulesReview.
@@ -182,12 +146,6 @@ impl From<RulesStatusIn> for RulesStatus {
     }
 }
 
-/// A rules review's status, alone (`rulesProve`).
-#[cfg(feature = "test-exports")]
-pub fn rules_status(v: &JsValue) -> Result<RulesStatus, Bad> {
-    read::<RulesStatusIn>(v).map(RulesStatus::from)
-}
-
 /// A request's result, by its `type`. Only the fields of that type are read.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -214,12 +172,6 @@ enum ResultIn {
     },
 }
 
-#[cfg(feature = "test-exports")]
-/// A request's result (see [`ResultIn`]).
-pub fn probe_result(v: &JsValue) -> Result<ProbeResult, Bad> {
-    Ok(probe_result_from(read::<ResultIn>(v)?))
-}
-
 fn probe_result_from(result: ResultIn) -> ProbeResult {
     match result {
         ResultIn::Reviewed { allowed, reason } => ProbeResult::Reviewed { allowed, reason },
@@ -240,54 +192,6 @@ fn probe_result_from(result: ResultIn) -> ProbeResult {
 struct TagIn {
     #[serde(rename = "type")]
     kind: String,
-}
-
-#[cfg(feature = "test-exports")]
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct HeldIn {
-    age_ms: f64,
-    holder: HolderIn,
-}
-
-#[cfg(feature = "test-exports")]
-#[derive(Deserialize)]
-#[serde(variant_identifier, rename_all = "camelCase")]
-enum HolderIn {
-    Alive,
-    Dead,
-    Unknown,
-    Invalid,
-}
-
-#[cfg(feature = "test-exports")]
-/// `{type: 'acquired'}`, `{type: 'unavailable'}`, or `{type: 'held', ageMs,
-/// holder}` with holder `alive`, `dead`, `unknown` or `invalid`. A negative
-/// age (a clock stepped back) reads as 0.
-pub fn lock_attempt(v: &JsValue) -> Result<LockAttempt, Bad> {
-    let tag: TagIn = read(v)?;
-    match tag.kind.as_str() {
-        "acquired" => Ok(LockAttempt::Acquired),
-        "unavailable" => Ok(LockAttempt::Unavailable),
-        "held" => {
-            let held: HeldIn = read(v)?;
-            Ok(LockAttempt::Held {
-                // `as` saturates: a huge age is just very old.
-                age_ms: held.age_ms.max(0.0) as u64,
-                holder: match held.holder {
-                    HolderIn::Alive => Holder::Alive,
-                    HolderIn::Dead => Holder::Dead,
-                    HolderIn::Unknown => Holder::Unknown,
-                    HolderIn::Invalid => Holder::Invalid,
-                },
-            })
-        }
-        other => Err(Bad::new(format!(
-            "expected acquired, unavailable or held, got {}",
-            quoted(other)
-        ))
-        .at("type")),
-    }
 }
 
 /// The fields every key file report has, read first.
@@ -395,64 +299,6 @@ pub fn write<T: Serialize>(value: &T) -> JsValue {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .unwrap_or(JsValue::NULL)
-}
-
-#[cfg(feature = "test-exports")]
-/// `{type: 'send', probe, attempt, request, timeoutMs}`, `{type: 'warn',
-/// message}`, `{type: 'debug', message}`, `{type: 'wait', untilMs}` or
-/// `{type: 'done', outcome}`.
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-pub enum ActionOut<'a> {
-    Send {
-        probe: f64,
-        attempt: f64,
-        request: RequestOut<'a>,
-        timeout_ms: f64,
-    },
-    Warn {
-        message: &'a str,
-    },
-    Debug {
-        message: &'a str,
-    },
-    Wait {
-        until_ms: f64,
-    },
-    Done {
-        outcome: OutcomeOut<'a>,
-    },
-}
-
-#[cfg(feature = "test-exports")]
-impl<'a> From<&'a Action> for ActionOut<'a> {
-    fn from(a: &'a Action) -> Self {
-        match a {
-            Action::Send {
-                probe,
-                attempt,
-                request,
-                timeout_ms,
-            } => ActionOut::Send {
-                probe: *probe as f64,
-                attempt: f64::from(*attempt),
-                request: request.into(),
-                timeout_ms: *timeout_ms as f64,
-            },
-            Action::Warn { message } => ActionOut::Warn { message },
-            Action::Debug { message } => ActionOut::Debug { message },
-            Action::Wait { until_ms } => ActionOut::Wait {
-                until_ms: *until_ms as f64,
-            },
-            Action::Done { outcome } => ActionOut::Done {
-                outcome: outcome.into(),
-            },
-        }
-    }
 }
 
 /// `{kind: 'accessReview' | 'rulesReview', body}` or `{kind: 'call'}`.
@@ -620,136 +466,6 @@ impl<'a> From<&'a PermissionSpec> for PermissionSpecOut<'a> {
             subresource: &p.subresource,
             verbs: &p.verbs,
             verb: p.verb.as_deref(),
-        }
-    }
-}
-
-#[cfg(feature = "test-exports")]
-/// `{file, folder}` (folder null when none is to be made), or both null.
-#[derive(Serialize)]
-pub struct KeyLocationOut<'a> {
-    file: Option<&'a str>,
-    folder: Option<&'a str>,
-}
-
-#[cfg(feature = "test-exports")]
-impl<'a> From<Option<&'a KeyLocation>> for KeyLocationOut<'a> {
-    fn from(at: Option<&'a KeyLocation>) -> Self {
-        KeyLocationOut {
-            file: at.map(|a| a.file.as_str()),
-            folder: at.and_then(|a| a.folder.as_deref()),
-        }
-    }
-}
-
-#[cfg(feature = "test-exports")]
-/// `{folder, warning}`, one of them null.
-#[derive(Serialize)]
-pub struct CacheFolderOut<'a> {
-    folder: Option<&'a str>,
-    warning: Option<&'a str>,
-}
-
-#[cfg(feature = "test-exports")]
-impl<'a> From<&'a CacheFolder> for CacheFolderOut<'a> {
-    fn from(answer: &'a CacheFolder) -> Self {
-        match answer {
-            CacheFolder::Folder(folder) => CacheFolderOut {
-                folder: Some(folder),
-                warning: None,
-            },
-            CacheFolder::None { warning } => CacheFolderOut {
-                folder: None,
-                warning: Some(warning),
-            },
-        }
-    }
-}
-
-/// `{kind: 'transient' | 'fatal', why}` or
-/// `{kind: 'throttled', retryAfterMs (null: use the backoff), why}`.
-#[cfg(feature = "test-exports")]
-#[derive(Serialize)]
-#[serde(
-    tag = "kind",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-pub enum ClassOut<'a> {
-    Transient {
-        why: &'a str,
-    },
-    Throttled {
-        retry_after_ms: Option<f64>,
-        why: &'a str,
-    },
-    Fatal {
-        why: &'a str,
-    },
-}
-
-#[cfg(feature = "test-exports")]
-impl<'a> From<&'a Class> for ClassOut<'a> {
-    fn from(c: &'a Class) -> Self {
-        match c {
-            Class::Transient { why } => ClassOut::Transient { why },
-            Class::Throttled {
-                retry_after_ms,
-                why,
-            } => ClassOut::Throttled {
-                retry_after_ms: retry_after_ms.map(|ms| ms as f64),
-                why,
-            },
-            Class::Fatal { why } => ClassOut::Fatal { why },
-        }
-    }
-}
-
-#[cfg(feature = "test-exports")]
-/// `{type: 'acquire' | 'removeStale' | 'reread' | 'useRecord'}`,
-/// `{type: 'wait', untilMs}`, `{type: 'lead', budgetMs}` or
-/// `{type: 'alone', budgetMs, warning (null: none)}`.
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-pub enum FlightActionOut<'a> {
-    Acquire,
-    RemoveStale,
-    Reread,
-    UseRecord,
-    Wait {
-        until_ms: f64,
-    },
-    Lead {
-        budget_ms: f64,
-    },
-    Alone {
-        budget_ms: f64,
-        warning: Option<&'a str>,
-    },
-}
-
-#[cfg(feature = "test-exports")]
-impl<'a> From<&'a FlightAction> for FlightActionOut<'a> {
-    fn from(a: &'a FlightAction) -> Self {
-        match a {
-            FlightAction::Acquire => FlightActionOut::Acquire,
-            FlightAction::RemoveStale => FlightActionOut::RemoveStale,
-            FlightAction::Reread => FlightActionOut::Reread,
-            FlightAction::UseRecord => FlightActionOut::UseRecord,
-            FlightAction::Wait { until_ms } => FlightActionOut::Wait {
-                until_ms: *until_ms as f64,
-            },
-            FlightAction::Lead { budget_ms } => FlightActionOut::Lead {
-                budget_ms: *budget_ms as f64,
-            },
-            FlightAction::Alone { budget_ms, warning } => FlightActionOut::Alone {
-                budget_ms: *budget_ms as f64,
-                warning: warning.as_deref(),
-            },
         }
     }
 }

@@ -1,0 +1,320 @@
+//! The WebAssembly boundary: conversion only, no decisions.
+//!
+//! Every function here turns JS values into Rust values, calls the core, and
+//! turns the answer back, through the serde wire types in [`wire`]: read by
+//! [`de`] (a `Deserializer` over the JS value that names a bad field),
+//! written by serde-wasm-bindgen (camelCase objects in JSON-compatible form,
+//! `null` for none, plain numbers for times). Errors cross as JS `Error`s
+//! with a stable `code` property.
+//!
+//! Exports that only tests call (`classify`, `rulesProve`,
+//! `settingsWarnings`, `previewSchedule`, `probeCount`) are built with the
+//! cargo feature `test-exports` only: `wasm-pack test` turns it on (the
+//! crate's dev-dependency on itself), and `scripts/build.sh` builds a second
+//! module with it for the JS tests; the package ships without them.
+
+mod de;
+mod wire;
+
+use js_sys::{Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use crate::call::{Call, CallAction, CallPolicy};
+use crate::check::{Check, CheckAction, CheckInput, FactError};
+use crate::config::{EnvValue, PREFIX};
+use crate::preflight::{ResultError, SetupError};
+use de::{js_number, Bad};
+use wire::write;
+
+#[cfg(feature = "test-exports")]
+mod test_exports;
+#[cfg(feature = "test-exports")]
+pub use test_exports::*;
+
+/// One check of one hook step, from the first file read to the last line
+/// printed (see `src/check/`).
+#[wasm_bindgen(js_name = Check)]
+pub struct WasmCheck {
+    check: Check,
+}
+
+#[wasm_bindgen(js_class = Check)]
+impl WasmCheck {
+    /// `new Check(env, permissions, namespace, credential, cacheDir, process, nowMs)`:
+    /// `credential` a string, a Uint8Array or null; `cacheDir` a string or
+    /// null; `process` `{pid, host}`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        env: &JsValue,
+        permissions: JsValue,
+        namespace: &str,
+        credential: &JsValue,
+        cache_dir: &JsValue,
+        process: &JsValue,
+        now_ms: f64,
+    ) -> Result<WasmCheck, JsValue> {
+        let env = env_pairs(env);
+        let env = values(&env);
+        let permissions = read(&permissions, "permissions", wire::permission_specs)?;
+        let credential = bytes(credential);
+        let cache_dir = cache_dir.as_string();
+        let (process, settings_warned) = read(process, "process", wire::process_facts)?;
+        let input = CheckInput {
+            env: &env,
+            permissions: &permissions,
+            namespace,
+            credential: credential.as_deref(),
+            cache_dir: cache_dir.as_deref(),
+            process,
+            settings_warned,
+        };
+        let check = Check::new(input, time(now_ms)?).map_err(setup_error)?;
+        Ok(WasmCheck { check })
+    }
+
+    /// `step(nowMs, facts)`: reports `facts` (the results of earlier
+    /// actions, in any order), then returns the actions up to and including
+    /// the next `wait` or `done`. Do the file and log actions at once, in
+    /// order; their facts go into the next step, made at once. Requests
+    /// report whenever they settle.
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        let now = time(now_ms)?;
+        for fact in read(facts, "facts", wire::facts)? {
+            self.check.on_fact(now, fact).map_err(fact_error)?;
+        }
+        Ok(steps(
+            || self.check.poll(now),
+            |a| write(&wire::CheckActionOut::from(a)),
+            |a| matches!(a, CheckAction::Wait { .. } | CheckAction::Done { .. }),
+        ))
+    }
+}
+
+/// The calls of one set of settings (`new CallPolicy(env, warned)`), one
+/// [`Call`] machine per Kubernetes call (see `src/call/`).
+#[wasm_bindgen(js_name = CallPolicy)]
+pub struct WasmCallPolicy {
+    policy: CallPolicy,
+}
+
+#[wasm_bindgen(js_class = CallPolicy)]
+impl WasmCallPolicy {
+    /// `new CallPolicy(env, warned)`: the settings in `env`; `warned`: the
+    /// host printed their warnings before in this process.
+    #[wasm_bindgen(constructor)]
+    pub fn new(env: &JsValue, warned: Option<bool>) -> WasmCallPolicy {
+        let env = env_pairs(env);
+        WasmCallPolicy {
+            policy: CallPolicy::new(&values(&env), warned == Some(true)),
+        }
+    }
+
+    /// The settings' warnings, to print once.
+    pub fn warnings(&self) -> Vec<String> {
+        self.policy.warnings().to_vec()
+    }
+
+    /// `passesThrough(method)`: whether a call of client method `method`
+    /// is made as it is, with no machine.
+    #[wasm_bindgen(js_name = passesThrough)]
+    pub fn passes_through(&self, method: &str) -> bool {
+        self.policy.passes_through(method)
+    }
+
+    /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
+    /// namespace?, kind?, name?, body?, operation?, cluster?}`.
+    pub fn call(&self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
+        let spec = read(spec, "spec", wire::call_spec)?;
+        Ok(WasmCall {
+            call: self.policy.call(spec, time(now_ms)?),
+        })
+    }
+}
+
+/// One Kubernetes call, retried by the rules of its kind.
+#[wasm_bindgen(js_name = Call)]
+pub struct WasmCall {
+    call: Call,
+}
+
+#[wasm_bindgen(js_class = Call)]
+impl WasmCall {
+    /// `step(nowMs, facts)`: reports `facts` (`{type: 'response', probe,
+    /// result}`, `result` `{type: 'succeeded'}`, `{type: 'readBack', body}`
+    /// or `{type: 'failed', facts}`), then returns the actions up to and
+    /// including the next `wait` or `done`. A report for a request no
+    /// longer current is ignored (the host closes what it holds from it).
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        let now = time(now_ms)?;
+        for (request, result) in read(facts, "facts", wire::call_facts)? {
+            self.call
+                .on_result(request, now, result)
+                .map_err(|e| error("PREFLIGHT_BAD_RESULT", &e.to_string()))?;
+        }
+        Ok(steps(
+            || self.call.poll(now),
+            |a| write(&wire::CallActionOut::from(a)),
+            |a| matches!(a, CallAction::Wait { .. } | CallAction::Done { .. }),
+        ))
+    }
+}
+
+/// Polls until an action `ends` the list (`wait` or `done`), each written
+/// with `out`.
+fn steps<A>(
+    mut poll: impl FnMut() -> A,
+    out: impl Fn(&A) -> JsValue,
+    ends: impl Fn(&A) -> bool,
+) -> js_sys::Array {
+    let actions = js_sys::Array::new();
+    loop {
+        let action = poll();
+        actions.push(&out(&action));
+        if ends(&action) {
+            return actions;
+        }
+    }
+}
+
+fn fact_error(e: FactError) -> JsValue {
+    match e {
+        FactError::Result(e) => result_error(e),
+        other => error("PREFLIGHT_BAD_FACT", &other.to_string()),
+    }
+}
+
+/// The `ACTIONS_RUNNER_PREFLIGHT_*` entries and `HOME` (where the runner key
+/// file is) of an object (`process.env`, or the `env` option), as text: strings as they are, numbers and booleans
+/// as JS writes them (`3000`, `false`), `null` and `undefined` as unset;
+/// for anything else its type, which the settings report. Anything that is
+/// not an object is empty.
+fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
+    if !env.is_object() {
+        return Vec::new();
+    }
+    let mut pairs = Vec::new();
+    for entry in Object::entries(env.unchecked_ref::<Object>()).iter() {
+        let Some(key) = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string()) else {
+            continue;
+        };
+        if !key.starts_with(PREFIX) && key != "HOME" && key != crate::cache_folder::RUNNER_TEMP {
+            continue;
+        }
+        let value = Reflect::get_u32(&entry, 1).unwrap_or(JsValue::UNDEFINED);
+        let text = if let Some(s) = value.as_string() {
+            EnvText::Text(s)
+        } else if let Some(b) = value.as_bool() {
+            EnvText::Text(if b { "true" } else { "false" }.into())
+        } else if let Some(n) = value.as_f64() {
+            EnvText::Text(js_number(n))
+        } else if value.is_bigint() {
+            EnvText::Text(String::from(
+                js_sys::BigInt::unchecked_from_js(value)
+                    .to_string(10)
+                    .unwrap_or_default(),
+            ))
+        } else if value.is_null() || value.is_undefined() {
+            continue;
+        } else {
+            EnvText::NotText(js_type(&value))
+        };
+        pairs.push((key, text));
+    }
+    pairs
+}
+
+/// [`env_pairs`] as the core reads them.
+fn values(env: &[(String, EnvText)]) -> Vec<(&str, EnvValue<'_>)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.value())).collect()
+}
+
+/// An env value after [`env_pairs`]: owned text, or the type of a value
+/// that is not text.
+enum EnvText {
+    Text(String),
+    NotText(&'static str),
+}
+
+impl EnvText {
+    fn value(&self) -> EnvValue<'_> {
+        match self {
+            EnvText::Text(text) => EnvValue::Text(text),
+            EnvText::NotText(kind) => EnvValue::NotText(kind),
+        }
+    }
+}
+
+/// `typeof`, with arrays told apart from other objects.
+fn js_type(value: &JsValue) -> &'static str {
+    if js_sys::Array::is_array(value) {
+        "array"
+    } else if value.is_function() {
+        "function"
+    } else if value.is_symbol() {
+        "symbol"
+    } else {
+        "object"
+    }
+}
+
+/// A string or Uint8Array as bytes; anything else is "none".
+fn bytes(value: &JsValue) -> Option<Vec<u8>> {
+    if let Some(s) = value.as_string() {
+        return Some(s.into_bytes());
+    }
+    value.dyn_ref::<Uint8Array>().map(Uint8Array::to_vec)
+}
+
+/// Epoch milliseconds from JS: finite, not negative, exact in a double.
+fn time(now_ms: f64) -> Result<u64, JsValue> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if now_ms.is_finite() && (0.0..=MAX_SAFE).contains(&now_ms) {
+        Ok(now_ms as u64)
+    } else {
+        Err(error(
+            "PREFLIGHT_BAD_TIME",
+            &format!(
+                "nowMs must be a finite, non-negative number of ms, got {}",
+                js_number(now_ms)
+            ),
+        ))
+    }
+}
+
+/// Converts an argument; a value of the wrong shape is a
+/// `PREFLIGHT_BAD_INPUT` error that names the argument and the field.
+fn read<T>(
+    value: &JsValue,
+    what: &str,
+    convert: fn(&JsValue) -> Result<T, Bad>,
+) -> Result<T, JsValue> {
+    convert(value).map_err(|e| error("PREFLIGHT_BAD_INPUT", &e.message(what)))
+}
+
+fn setup_error(e: SetupError) -> JsValue {
+    let code = match e {
+        SetupError::Permissions(_) => "PREFLIGHT_BAD_PERMISSIONS",
+        SetupError::Namespace(_) => "PREFLIGHT_BAD_NAMESPACE",
+    };
+    error(code, &e.to_string())
+}
+
+fn result_error(e: ResultError) -> JsValue {
+    error("PREFLIGHT_BAD_RESULT", &e.to_string())
+}
+
+fn error(code: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    // Setting a property on a fresh Error cannot fail.
+    let _ = Reflect::set(&e, &JsValue::from_str("code"), &JsValue::from_str(code));
+    e.into()
+}
+
+/// `runnerHooksPermissions()`: the permission table the runner container
+/// hooks need (13 verbs).
+#[wasm_bindgen(js_name = runnerHooksPermissions)]
+pub fn runner_hooks_permissions() -> JsValue {
+    let table = crate::permission::runner_hooks_permissions();
+    let rows: Vec<wire::PermissionSpecOut> = table.iter().map(Into::into).collect();
+    write(&rows)
+}
