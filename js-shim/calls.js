@@ -11,7 +11,7 @@ const { execute } = require('./execute');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
 const { CallGaveUpError } = require('./errors');
-const { steadyClock, environment, warnedBefore, withAbortSignal, capturingBody, readCredential } = require('./host');
+const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, readCredential } = require('./host');
 
 /**
  * What errors of calls through `kc` must hide: its credential (read once,
@@ -38,7 +38,7 @@ const policies = new WeakMap();
 function corePolicy(env, logger, now) {
   let entry = env !== null && typeof env === 'object' ? policies.get(env) : undefined;
   if (!entry) {
-    entry = { policy: new core.CallPolicy(env, warnedBefore(env)), clock: steadyClock(now || Date.now) };
+    entry = { policy: new core.CallPolicy(settingsOf(env)), clock: steadyClock(now || Date.now) };
     for (const warning of entry.policy.warnings()) logger.warning(warning);
     if (env !== null && typeof env === 'object') policies.set(env, entry);
   }

@@ -26,9 +26,11 @@ const MAX_TIMER_MS = 0x7fffffff;
  *                  default is errorFacts with nothing redacted
  * @param stop      optional AbortSignal: the host cancelled (its caller's
  *                  own signal fired); the loop ends at once with `null`
+ * @param first     optional: the machine's first actions, already returned
+ *                  with it (the first `step` is then not made)
  * @returns the outcome of the `done` action, or null when stopped
  */
-async function execute(machine, io, { clock, logger, observer, describeError = plainFacts, stop }) {
+async function execute(machine, io, { clock, logger, observer, describeError = plainFacts, stop, first }) {
   const inFlight = new Set();
   const settled = [];
   let finished = false;
@@ -84,9 +86,11 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
   if (stop) stop.addEventListener('abort', onStop, { once: true });
   try {
     let facts = [];
+    let given = first || null;
     for (;;) {
       if (stop && stop.aborted) return null;
-      const actions = machine.step(clock(), facts);
+      const actions = given || machine.step(clock(), facts);
+      given = null;
       facts = [];
       let untilMs = null;
       for (const action of actions) {

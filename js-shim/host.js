@@ -6,6 +6,8 @@
 
 const fs = require('node:fs');
 
+const core = require('../pkg/k8s_auth_preflight.js');
+
 const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
 
 /**
@@ -32,19 +34,19 @@ function environment(options) {
   return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
 }
 
-// The settings environments whose warnings this process has printed.
-const warnedEnvironments = new WeakSet();
+// The settings of each environment object, read by the core once per
+// process and shared by the check and every call policy.
+const settingsByEnvironment = new WeakMap();
 
-/**
- * Whether the warnings of settings environment `env` were printed before
- * in this process; from now on they have been (the core then gives them
- * no more).
- */
-function warnedBefore(env) {
-  if (env === null || typeof env !== 'object') return false;
-  const before = warnedEnvironments.has(env);
-  warnedEnvironments.add(env);
-  return before;
+/** The core's reading of settings environment `env` (one per object). */
+function settingsOf(env) {
+  if (env === null || typeof env !== 'object') return new core.Settings(env);
+  let settings = settingsByEnvironment.get(env);
+  if (!settings) {
+    settings = new core.Settings(env);
+    settingsByEnvironment.set(env, settings);
+  }
+  return settings;
 }
 
 /**
@@ -134,4 +136,4 @@ function readSmallFile(file, what, logger) {
   }
 }
 
-module.exports = { steadyClock, environment, warnedBefore, withAbortSignal, capturingBody, readCredential };
+module.exports = { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, readCredential };

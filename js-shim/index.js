@@ -13,7 +13,7 @@ const { execute } = require('./execute');
 const { performFileAction } = require('./file-actions');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
-const { steadyClock, environment, warnedBefore, withAbortSignal, capturingBody, readCredential } = require('./host');
+const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, readCredential } = require('./host');
 const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall } = require('./calls');
 const {
   PreflightInconclusiveError,
@@ -53,14 +53,13 @@ function createAuthPreflight(options) {
     // Nor does anything the server sent (a body may echo the header).
     const redactText = textRedactor(credential);
     const cacheDir = typeof options.cacheDir === 'string' ? options.cacheDir : null;
-    const env = environment(options);
-    const check = new core.Check(
-      env,
+    const [check, first] = core.startCheck(
+      settingsOf(environment(options)),
       requiredPermissions,
       namespace,
       credential,
       cacheDir,
-      { pid: process.pid, host: os.hostname(), settingsWarned: warnedBefore(env) },
+      { pid: process.pid, host: os.hostname() },
       clock(),
     );
     // The client is made on the first request: a cached verdict never pays
@@ -74,7 +73,7 @@ function createAuthPreflight(options) {
           send: (action, signal) => review(client(), action, signal, redactText),
           file: performFileAction,
         },
-        { clock, logger, observer: options.observer, describeError },
+        { clock, logger, observer: options.observer, describeError, first },
       );
     } finally {
       check.free();

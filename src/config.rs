@@ -438,18 +438,6 @@ impl Settings {
         Settings::from_env_values(&env)
     }
 
-    /// The warnings to give about `errors`: none when the host has given
-    /// this environment's warnings before in this process (`warned`), so a
-    /// bad value is warned about once per process, however many checks and
-    /// call policies read it.
-    pub fn warnings_once(errors: &[SettingError], warned: bool) -> Vec<String> {
-        if warned {
-            Vec::new()
-        } else {
-            errors.iter().map(ToString::to_string).collect()
-        }
-    }
-
     /// [`Settings::from_env`] on values already read (one copy of the
     /// parsing in the `.wasm`, whatever the callers' types).
     pub fn from_env_values(env: &[(&str, EnvValue<'_>)]) -> (Settings, Vec<SettingError>) {

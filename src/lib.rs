@@ -27,6 +27,7 @@ pub mod call;
 pub mod check;
 pub mod classify;
 pub mod config;
+pub mod environment;
 pub mod error_codes;
 pub mod identity;
 pub mod json_tree;

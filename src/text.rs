@@ -120,11 +120,19 @@ pub fn whole_number(s: &str) -> Option<u64> {
 /// `str::contains`, without the standard two-way searcher (about 3 KB of
 /// `.wasm`, with its panic path): the strings here are short.
 pub fn contains(haystack: &str, needle: &str) -> bool {
-    needle.is_empty()
-        || haystack
-            .as_bytes()
-            .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
+    find(haystack, needle).is_some()
+}
+
+/// Where `needle` first occurs in `haystack`, as `str::find` with a string
+/// pattern would say, without the standard searcher (see [`contains`]).
+pub fn find(haystack: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())
 }
 
 #[cfg(test)]
@@ -132,6 +140,22 @@ mod tests {
     use super::*;
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn find_and_contains_agree_with_the_standard_ones() {
+        for (h, n) in [
+            ("", ""),
+            ("abc", ""),
+            ("", "a"),
+            ("Unexpected server response: 403", "response: "),
+            ("aaab", "aab"),
+            ("ab", "abc"),
+            ("héllo wörld", "wö"),
+        ] {
+            assert_eq!(find(h, n), h.find(n), "{h:?} {n:?}");
+            assert_eq!(contains(h, n), h.contains(n), "{h:?} {n:?}");
+        }
+    }
 
     #[test]
     fn quoted_matches_debug_for_ordinary_strings() {

@@ -1087,8 +1087,10 @@ fn a_proxys_refused_target_is_retried_like_a_refused_connection() {
 fn the_calls_of_one_policy_report_to_its_breaker_themselves() {
     use k8s_auth_preflight::call::CallPolicy;
     use k8s_auth_preflight::config::EnvValue;
+    use k8s_auth_preflight::environment::Environment;
     let env = [("ACTIONS_RUNNER_PREFLIGHT_SEED", EnvValue::Text("7"))];
-    let policy = CallPolicy::new(&env, false);
+    let environment = Environment::read(&env);
+    let policy = CallPolicy::new(&environment);
     let mut first = policy.call(on("readNamespacedPod", "Pod", "p"), T0);
     let r = run(&mut first, &[code("ECONNREFUSED")]);
     assert!(r.attempts() > 5, "the first call retries for its deadline");
@@ -1100,7 +1102,7 @@ fn the_calls_of_one_policy_report_to_its_breaker_themselves() {
         "{}",
         gave_up(&r2)
     );
-    let other = CallPolicy::new(&env, false);
+    let other = CallPolicy::new(&Environment::read(&env));
     let mut fresh = other.call(on("readNamespacedPod", "Pod", "p"), r.done_at + 1_000);
     assert!(run(&mut fresh, &[code("ECONNREFUSED")]).attempts() > 5);
 }

@@ -14,6 +14,7 @@ use k8s_auth_preflight::check::{
     RecordRead,
 };
 use k8s_auth_preflight::config::EnvValue;
+use k8s_auth_preflight::environment::Environment;
 use k8s_auth_preflight::preflight::Request;
 use k8s_auth_preflight::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
 use k8s_auth_preflight::{ErrorFacts, Outcome, ProbeResult, Source, Verdict};
@@ -106,7 +107,7 @@ fn new_check(env: &[(&str, EnvValue<'_>)], pid: u32, now: u64) -> Check {
     let permissions = k8s_auth_preflight::permission::runner_hooks_permissions();
     Check::new(
         CheckInput {
-            env,
+            environment: &Environment::read(env),
             permissions: &permissions,
             namespace: "ci",
             credential: Some(TOKEN),
@@ -115,7 +116,6 @@ fn new_check(env: &[(&str, EnvValue<'_>)], pid: u32, now: u64) -> Check {
                 pid,
                 host: HOST.into(),
             },
-            settings_warned: false,
         },
         now,
     )

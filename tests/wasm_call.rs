@@ -5,7 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Reflect, JSON};
-use k8s_auth_preflight::wasm::{WasmCall, WasmCallPolicy};
+use k8s_auth_preflight::wasm::{WasmCall, WasmCallPolicy, WasmSettings};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -31,7 +31,7 @@ const ENV: &str =
     r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"3","ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"20000"}"#;
 
 fn call(spec: &str) -> WasmCall {
-    WasmCallPolicy::new(&json(ENV), None)
+    WasmCallPolicy::new(&WasmSettings::new(&json(ENV)))
         .call(&json(spec), T0)
         .unwrap()
 }
@@ -69,7 +69,7 @@ fn a_read_is_sent_with_a_timeout_and_waits_for_it() {
 
 #[test]
 fn a_pass_through_has_no_timeout_and_waits_until_it_settles() {
-    let policy = WasmCallPolicy::new(&json(ENV), None);
+    let policy = WasmCallPolicy::new(&WasmSettings::new(&json(ENV)));
     assert!(policy.passes_through("patchNamespacedPod"));
     assert!(!policy.passes_through("createNamespacedPod"));
     let mut c = call(r#"{"method":"patchNamespacedPod"}"#);
@@ -80,10 +80,9 @@ fn a_pass_through_has_no_timeout_and_waits_until_it_settles() {
             r#"{"type":"wait","untilMs":null}"#,
         ]
     );
-    let off = WasmCallPolicy::new(
-        &json(r#"{"ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS":"off"}"#),
-        None,
-    );
+    let off = WasmCallPolicy::new(&WasmSettings::new(&json(
+        r#"{"ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS":"off"}"#,
+    )));
     assert!(off.passes_through("createNamespacedPod"));
     assert!(off.warnings().is_empty());
 }
@@ -153,7 +152,7 @@ fn a_retried_creates_conflict_is_read_back_and_returned_when_ours() {
 
 #[test]
 fn bad_specs_and_facts_are_clear_errors() {
-    let policy = WasmCallPolicy::new(&json(ENV), None);
+    let policy = WasmCallPolicy::new(&WasmSettings::new(&json(ENV)));
     let (code, message) = error_code(
         policy
             .call(&json(r#"{"method":"x","operation":"write"}"#), T0)
@@ -195,7 +194,8 @@ fn bad_specs_and_facts_are_clear_errors() {
 #[test]
 fn bad_settings_are_warned_about_once_by_the_policy() {
     let env = json(r#"{"ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"soon"}"#);
-    let policy = WasmCallPolicy::new(&env, None);
+    let settings = WasmSettings::new(&env);
+    let policy = WasmCallPolicy::new(&settings);
     let warnings = policy.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
@@ -204,6 +204,11 @@ fn bad_settings_are_warned_about_once_by_the_policy() {
         warnings[0]
     );
     // Warned about before in this process: not again.
-    assert!(WasmCallPolicy::new(&env, Some(true)).warnings().is_empty());
-    assert_eq!(WasmCallPolicy::new(&env, Some(false)).warnings().len(), 1);
+    assert!(WasmCallPolicy::new(&settings).warnings().is_empty());
+    assert_eq!(
+        WasmCallPolicy::new(&WasmSettings::new(&env))
+            .warnings()
+            .len(),
+        1
+    );
 }

@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Reflect, JSON};
-use k8s_auth_preflight::wasm::WasmCheck;
+use k8s_auth_preflight::wasm::{WasmCheck, WasmSettings};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -31,7 +31,7 @@ fn permissions() -> JsValue {
 
 fn check(env: &str) -> WasmCheck {
     WasmCheck::new(
-        &json(env),
+        &WasmSettings::new(&json(env)),
         permissions(),
         "ci",
         &JsValue::from_str("wasm-check-token"),
@@ -188,7 +188,7 @@ fn bad_facts_are_clear_errors_never_panics() {
 #[test]
 fn a_bad_process_or_time_is_refused_at_once() {
     let e = WasmCheck::new(
-        &json(ENV),
+        &WasmSettings::new(&json(ENV)),
         permissions(),
         "ci",
         &JsValue::NULL,
@@ -225,7 +225,7 @@ fn an_array_claiming_billions_of_items_is_refused_before_any_is_read() {
     let row = json(r#"{"group":"","resource":"pods"}"#);
     Reflect::set(&row, &JsValue::from_str("verbs"), &verbs).unwrap();
     let e = WasmCheck::new(
-        &json(ENV),
+        &WasmSettings::new(&json(ENV)),
         Array::of1(&row).into(),
         "ci",
         &JsValue::NULL,

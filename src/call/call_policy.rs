@@ -9,7 +9,8 @@ use super::breaker::Breaker;
 use super::machine::Call;
 use super::operation::Operation;
 use super::spec::CallSpec;
-use crate::config::{EnvValue, Settings};
+use crate::config::Settings;
+use crate::environment::Environment;
 
 /// The policy one host's calls run under. Each [`Call`] it makes tells
 /// its [`Breaker`] once how it ended, so the calls after it know of an
@@ -22,14 +23,12 @@ pub struct CallPolicy {
 }
 
 impl CallPolicy {
-    /// The policy of the settings in `env`; `warned_before`: the host
-    /// printed their warnings before in this process, so they are not
-    /// given again.
-    pub fn new(env: &[(&str, EnvValue<'_>)], warned_before: bool) -> CallPolicy {
-        let (settings, errors) = Settings::from_env_values(env);
+    /// The policy of the settings of `environment`, with their warnings
+    /// if no one took them before.
+    pub fn new(environment: &Environment) -> CallPolicy {
         CallPolicy {
-            settings,
-            warnings: Settings::warnings_once(&errors, warned_before),
+            settings: environment.settings().clone(),
+            warnings: environment.warnings_once(),
             breaker: Rc::new(RefCell::new(Breaker::new())),
         }
     }

@@ -10,7 +10,7 @@
 
 use crate::classify::{request_cannot_be_sent, ErrorFacts};
 use crate::error_codes::{self, Reached};
-use crate::text::contains;
+use crate::text::{self, contains};
 
 /// Where a failed request stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,15 +48,14 @@ const UPGRADE_REFUSED: &str = "Unexpected server response: ";
 /// message when the facts carry none.
 pub fn with_upgrade_status(mut facts: ErrorFacts) -> ErrorFacts {
     if facts.status.is_none() {
-        if let Some(at) = facts.message.find(UPGRADE_REFUSED) {
-            let digits: String = facts.message[at + UPGRADE_REFUSED.len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            facts.status = digits
-                .parse::<u16>()
-                .ok()
-                .filter(|s| (100..=599).contains(s));
+        if let Some(at) = text::find(&facts.message, UPGRADE_REFUSED) {
+            // `get`, not an index: no panic path in the `.wasm`.
+            let rest = facts.message.get(at + UPGRADE_REFUSED.len()..);
+            let digits = rest.unwrap_or("").bytes().take_while(u8::is_ascii_digit);
+            let digits = rest.unwrap_or("").get(..digits.count()).unwrap_or("");
+            facts.status = text::whole_number(digits)
+                .filter(|s| (100..=599).contains(s))
+                .map(|s| s as u16);
         }
     }
     facts

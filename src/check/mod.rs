@@ -55,11 +55,12 @@ pub use action::{CheckAction, Fact, Level, LockCreated, LockSeen, RecordRead};
 pub use lock_file::{HeldLock, ProcessFacts};
 
 use crate::cache::{self, CacheKey};
-use crate::config::{EnvValue, Settings};
+use crate::config::Settings;
+use crate::environment::Environment;
 use crate::identity::Identity;
 use crate::permission::{self, Permission, PermissionSpec};
 use crate::preflight::{
-    check_namespace, home_of, identity_for, Outcome, Preflight, ResultError, SetupError,
+    check_namespace, identity_for, Outcome, Preflight, ResultError, SetupError,
     NO_CREDENTIAL_WARNING,
 };
 use crate::random::RandomSource;
@@ -70,9 +71,9 @@ use turn::Turn;
 /// What a check is made from.
 #[derive(Debug, Clone)]
 pub struct CheckInput<'a> {
-    /// The settings environment (`ACTIONS_RUNNER_PREFLIGHT_*`, `HOME`,
-    /// `RUNNER_TEMP`).
-    pub env: &'a [(&'a str, EnvValue<'a>)],
+    /// The process's settings environment, read once; its warnings are
+    /// printed by the check if no one printed them before.
+    pub environment: &'a Environment,
     /// The permission table.
     pub permissions: &'a [PermissionSpec],
     /// The namespace the permissions are needed in.
@@ -83,9 +84,6 @@ pub struct CheckInput<'a> {
     pub cache_dir: Option<&'a str>,
     /// This process, as its lock names it.
     pub process: ProcessFacts,
-    /// The host has read this settings environment before in this process
-    /// and printed its warnings: they are not given again.
-    pub settings_warned: bool,
 }
 
 /// A fact the machine cannot take.
@@ -157,7 +155,7 @@ impl Check {
     /// on an unusable permission table or namespace; bad settings and
     /// files are warnings.
     pub fn new(input: CheckInput<'_>, now_ms: u64) -> Result<Check, SetupError> {
-        let (settings, errors) = Settings::from_env_values(input.env);
+        let settings = input.environment.settings().clone();
         let permissions = permission::flatten(input.permissions)?;
         check_namespace(input.namespace)?;
         let random = RandomSource::for_seed(settings.seed, 0x004c_4f43_4b46_494c);
@@ -165,13 +163,13 @@ impl Check {
             permissions,
             namespace: input.namespace.to_string(),
             credential: input.credential.map(<[u8]>::to_vec),
-            home: home_of(input.env).map(str::to_string),
+            home: input.environment.home().map(str::to_string),
             process: input.process,
             random,
             record_file: None,
             key_at: None,
             identity: None,
-            startup_warnings: Settings::warnings_once(&errors, input.settings_warned),
+            startup_warnings: input.environment.warnings_once(),
             out: VecDeque::new(),
             stage: Stage::Reading {
                 key: Pending::NotAsked,
@@ -181,10 +179,7 @@ impl Check {
             clock: SteadyClock::starting_at(now_ms),
             settings,
         };
-        let runner_temp = input.env.iter().find_map(|(k, v)| match v {
-            EnvValue::Text(t) if *k == crate::cache_folder::RUNNER_TEMP => Some(*t),
-            _ => None,
-        });
+        let runner_temp = input.environment.runner_temp();
         let name = input
             .credential
             .filter(|_| check.settings.cache_enabled)

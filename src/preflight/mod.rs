@@ -90,7 +90,7 @@ pub use outcome::{Outcome, Source, Verdict};
 pub use result::{Accepted, ProbeResult, ResultError, EVALUATION_ERROR_ANSWERS};
 pub use rules_fast_path::RULES_REFUSALS_BEFORE_FALLBACK;
 pub use setup::{cache_file_name, SetupError, NO_CREDENTIAL_WARNING};
-pub(crate) use setup::{check_namespace, home_of, identity_for};
+pub(crate) use setup::{check_namespace, identity_for};
 
 use probe::{ProbeRun, State};
 use result::Answer;

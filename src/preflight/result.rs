@@ -13,14 +13,18 @@ use crate::text::{self, quoted};
 /// What a request returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeResult {
-    /// The review answered: `status.allowed`.
+    /// The review answered: `status.allowed`. For tests and the fuzzer
+    /// only (the shim reports the body, [`ProbeResult::AccessBody`]).
+    #[cfg(feature = "test-exports")]
     Reviewed {
         /// The API's verdict for this permission.
         allowed: bool,
         /// `status.reason`, if any (kept for the denial message).
         reason: Option<String>,
     },
-    /// The rules review answered: its `status`.
+    /// The rules review answered: its `status`. For tests and the fuzzer
+    /// only (the shim reports the body, [`ProbeResult::RulesBody`]).
+    #[cfg(feature = "test-exports")]
     RulesReviewed {
         /// The review's status.
         status: RulesStatus,
@@ -83,6 +87,7 @@ impl Answer {
     pub(super) fn read(probe: &Probe, result: ProbeResult) -> Option<Answer> {
         Some(match (probe, result) {
             (_, ProbeResult::Failed { facts }) => Answer::Failed(facts),
+            #[cfg(feature = "test-exports")]
             (Probe::Access(_), ProbeResult::Reviewed { allowed, reason }) => {
                 Answer::Access(AccessAnswer {
                     allowed,
@@ -97,6 +102,7 @@ impl Answer {
                     Err(why) => Answer::Malformed(why),
                 }
             }
+            #[cfg(feature = "test-exports")]
             (Probe::Rules, ProbeResult::RulesReviewed { status }) => Answer::Rules(status),
             (Probe::Rules, ProbeResult::RulesBody { body }) => {
                 match review_answer::rules_answer(&body) {

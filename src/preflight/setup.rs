@@ -257,7 +257,7 @@ impl Preflight {
 pub const NO_CREDENTIAL_WARNING: &str = "No service-account token or client key found in the kubeconfig: the permission verdict will not be cached for later steps.";
 
 /// `HOME` from the settings environment, if it is text.
-pub(crate) fn home_of<'a>(env: &[(&str, EnvValue<'a>)]) -> Option<&'a str> {
+fn home_of<'a>(env: &[(&str, EnvValue<'a>)]) -> Option<&'a str> {
     env.iter().find_map(|(k, v)| match v {
         EnvValue::Text(home) if *k == "HOME" => Some(*home),
         _ => None,

@@ -22,6 +22,7 @@ use wasm_bindgen::prelude::*;
 use crate::call::{Call, CallAction, CallPolicy};
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 use crate::config::{EnvValue, PREFIX};
+use crate::environment::Environment;
 use crate::preflight::{ResultError, SetupError};
 use de::{js_number, Bad};
 use wire::write;
@@ -31,6 +32,27 @@ mod test_exports;
 #[cfg(feature = "test-exports")]
 pub use test_exports::*;
 
+/// A process's settings environment, read once (`new Settings(env)`):
+/// the host makes one per environment object and hands it to the check
+/// and to every call policy (see `src/environment.rs`).
+#[wasm_bindgen(js_name = Settings)]
+pub struct WasmSettings {
+    environment: Environment,
+}
+
+#[wasm_bindgen(js_class = Settings)]
+impl WasmSettings {
+    /// `new Settings(env)`: the `ACTIONS_RUNNER_PREFLIGHT_*` settings,
+    /// `HOME` and `RUNNER_TEMP` of `env`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(env: &JsValue) -> WasmSettings {
+        let env = env_pairs(env);
+        WasmSettings {
+            environment: Environment::read(&values(&env)),
+        }
+    }
+}
+
 /// One check of one hook step, from the first file read to the last line
 /// printed (see `src/check/`).
 #[wasm_bindgen(js_name = Check)]
@@ -38,14 +60,12 @@ pub struct WasmCheck {
     check: Check,
 }
 
-#[wasm_bindgen(js_class = Check)]
 impl WasmCheck {
-    /// `new Check(env, permissions, namespace, credential, cacheDir, process, nowMs)`:
-    /// `credential` a string, a Uint8Array or null; `cacheDir` a string or
-    /// null; `process` `{pid, host}`.
-    #[wasm_bindgen(constructor)]
+    /// A check of `settings` (a `Settings`); `credential` a string, a
+    /// Uint8Array or null; `cacheDir` a string or null; `process` `{pid,
+    /// host}`. JS starts one with `startCheck`.
     pub fn new(
-        env: &JsValue,
+        settings: &WasmSettings,
         permissions: JsValue,
         namespace: &str,
         credential: &JsValue,
@@ -53,25 +73,25 @@ impl WasmCheck {
         process: &JsValue,
         now_ms: f64,
     ) -> Result<WasmCheck, JsValue> {
-        let env = env_pairs(env);
-        let env = values(&env);
         let permissions = read(&permissions, "permissions", wire::permission_specs)?;
         let credential = bytes(credential);
         let cache_dir = cache_dir.as_string();
-        let (process, settings_warned) = read(process, "process", wire::process_facts)?;
+        let process = read(process, "process", wire::process_facts)?;
         let input = CheckInput {
-            env: &env,
+            environment: &settings.environment,
             permissions: &permissions,
             namespace,
             credential: credential.as_deref(),
             cache_dir: cache_dir.as_deref(),
             process,
-            settings_warned,
         };
         let check = Check::new(input, time(now_ms)?).map_err(setup_error)?;
         Ok(WasmCheck { check })
     }
+}
 
+#[wasm_bindgen(js_class = Check)]
+impl WasmCheck {
     /// `step(nowMs, facts)`: reports `facts` (the results of earlier
     /// actions, in any order), then returns the actions up to and including
     /// the next `wait` or `done`. Do the file and log actions at once, in
@@ -90,7 +110,34 @@ impl WasmCheck {
     }
 }
 
-/// The calls of one set of settings (`new CallPolicy(env, warned)`), one
+/// `startCheck(settings, permissions, namespace, credential, cacheDir, process, nowMs)`:
+/// `[check, actions]`: a new `Check` (the arguments of `WasmCheck::new`)
+/// and its first actions (what `check.step(nowMs, [])` returns), in one
+/// crossing instead of two.
+#[wasm_bindgen(js_name = startCheck)]
+pub fn start_check(
+    settings: &WasmSettings,
+    permissions: JsValue,
+    namespace: &str,
+    credential: &JsValue,
+    cache_dir: &JsValue,
+    process: &JsValue,
+    now_ms: f64,
+) -> Result<js_sys::Array, JsValue> {
+    let mut check = WasmCheck::new(
+        settings,
+        permissions,
+        namespace,
+        credential,
+        cache_dir,
+        process,
+        now_ms,
+    )?;
+    let actions = check.step(now_ms, &js_sys::Array::new())?;
+    Ok(js_sys::Array::of2(&JsValue::from(check), &actions))
+}
+
+/// The calls of one set of settings (`new CallPolicy(settings)`), one
 /// [`Call`] machine per Kubernetes call (see `src/call/`).
 #[wasm_bindgen(js_name = CallPolicy)]
 pub struct WasmCallPolicy {
@@ -99,13 +146,11 @@ pub struct WasmCallPolicy {
 
 #[wasm_bindgen(js_class = CallPolicy)]
 impl WasmCallPolicy {
-    /// `new CallPolicy(env, warned)`: the settings in `env`; `warned`: the
-    /// host printed their warnings before in this process.
+    /// `new CallPolicy(settings)`: the calls of a `Settings`.
     #[wasm_bindgen(constructor)]
-    pub fn new(env: &JsValue, warned: Option<bool>) -> WasmCallPolicy {
-        let env = env_pairs(env);
+    pub fn new(settings: &WasmSettings) -> WasmCallPolicy {
         WasmCallPolicy {
-            policy: CallPolicy::new(&values(&env), warned == Some(true)),
+            policy: CallPolicy::new(&settings.environment),
         }
     }
 

@@ -24,6 +24,7 @@ use crate::check::{CheckAction, Fact, Level, LockCreated, LockSeen, ProcessFacts
 use crate::classify::ErrorFacts;
 use crate::permission::{Permission, PermissionSpec};
 use crate::preflight::{Outcome, ProbeResult, Request, Source, Verdict};
+#[cfg(feature = "test-exports")]
 use crate::rules::{ResourceRule, RulesStatus};
 use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
 use crate::text::quoted;
@@ -102,61 +103,19 @@ impl From<ErrorFactsIn> for ErrorFacts {
     }
 }
 
-/// The `status` of a SelfSubjectRulesReview.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RulesStatusIn {
-    #[serde(default)]
-    resource_rules: Vec<ResourceRuleIn>,
-    #[serde(default)]
-    incomplete: bool,
-    #[serde(default)]
-    evaluation_error: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ResourceRuleIn {
-    #[serde(default)]
-    verbs: Vec<String>,
-    #[serde(default)]
-    api_groups: Vec<String>,
-    #[serde(default)]
-    resources: Vec<String>,
-    #[serde(default)]
-    resource_names: Vec<String>,
-}
-
-impl From<RulesStatusIn> for RulesStatus {
-    fn from(s: RulesStatusIn) -> RulesStatus {
-        RulesStatus {
-            resource_rules: s
-                .resource_rules
-                .into_iter()
-                .map(|r| ResourceRule {
-                    verbs: r.verbs,
-                    api_groups: r.api_groups,
-                    resources: r.resources,
-                    resource_names: r.resource_names,
-                })
-                .collect(),
-            incomplete: s.incomplete,
-            evaluation_error: s.evaluation_error,
-        }
-    }
-}
-
 /// A request's result, by its `type`. Only the fields of that type are read.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum ResultIn {
-    /// `{type: 'reviewed', allowed, reason?}`
+    /// `{type: 'reviewed', allowed, reason?}` (tests only)
+    #[cfg(feature = "test-exports")]
     Reviewed {
         allowed: bool,
         #[serde(default)]
         reason: Option<String>,
     },
-    /// `{type: 'rulesReviewed', status?}`
+    /// `{type: 'rulesReviewed', status?}` (tests only)
+    #[cfg(feature = "test-exports")]
     RulesReviewed {
         #[serde(default)]
         status: Option<RulesStatusIn>,
@@ -174,7 +133,9 @@ enum ResultIn {
 
 fn probe_result_from(result: ResultIn) -> ProbeResult {
     match result {
+        #[cfg(feature = "test-exports")]
         ResultIn::Reviewed { allowed, reason } => ProbeResult::Reviewed { allowed, reason },
+        #[cfg(feature = "test-exports")]
         ResultIn::RulesReviewed { status } => ProbeResult::RulesReviewed {
             status: status.map(RulesStatus::from).unwrap_or_default(),
         },
@@ -472,29 +433,20 @@ impl<'a> From<&'a PermissionSpec> for PermissionSpecOut<'a> {
 
 // ---- the check machine -----------------------------------------------------
 
-/// `{pid, host, settingsWarned?}`: this process, as its lock names it,
-/// and whether it has printed the warnings of this settings environment
-/// before.
+/// `{pid, host}`: this process, as its lock names it.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct ProcessIn {
     pid: u32,
     host: String,
-    #[serde(default)]
-    settings_warned: bool,
 }
 
-/// This process (see [`ProcessIn`]), and whether its settings were warned
-/// about before.
-pub fn process_facts(v: &JsValue) -> Result<(ProcessFacts, bool), Bad> {
+/// This process (see [`ProcessIn`]).
+pub fn process_facts(v: &JsValue) -> Result<ProcessFacts, Bad> {
     let p: ProcessIn = read(v)?;
-    Ok((
-        ProcessFacts {
-            pid: p.pid,
-            host: p.host,
-        },
-        p.settings_warned,
-    ))
+    Ok(ProcessFacts {
+        pid: p.pid,
+        host: p.host,
+    })
 }
 
 /// One fact: its `type` and the fields that type has (`keyFile

@@ -267,3 +267,47 @@ impl<'a> From<&'a FlightAction> for FlightActionOut<'a> {
         }
     }
 }
+
+/// The `status` of a SelfSubjectRulesReview.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RulesStatusIn {
+    #[serde(default)]
+    resource_rules: Vec<ResourceRuleIn>,
+    #[serde(default)]
+    incomplete: bool,
+    #[serde(default)]
+    evaluation_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceRuleIn {
+    #[serde(default)]
+    verbs: Vec<String>,
+    #[serde(default)]
+    api_groups: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    resource_names: Vec<String>,
+}
+
+impl From<RulesStatusIn> for RulesStatus {
+    fn from(s: RulesStatusIn) -> RulesStatus {
+        RulesStatus {
+            resource_rules: s
+                .resource_rules
+                .into_iter()
+                .map(|r| ResourceRule {
+                    verbs: r.verbs,
+                    api_groups: r.api_groups,
+                    resources: r.resources,
+                    resource_names: r.resource_names,
+                })
+                .collect(),
+            incomplete: s.incomplete,
+            evaluation_error: s.evaluation_error,
+        }
+    }
+}
