@@ -21,7 +21,7 @@ use crate::text::{parse_decimal, quoted, whole_number};
 /// up to 32 s, cache on with [`CachePolicy::new`] (TTL 1 h, grace 24 h), the
 /// rules-review fast path on, no hedged requests, no retry quota, OS
 /// randomness (no seed); the hooks' other API calls wrapped
-/// ([`crate::call`]) with a 90 s deadline each.
+/// ([`crate::call`]) with a 120 s deadline each.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Backoff, jitter, attempt limit and deadline of every review.

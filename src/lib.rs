@@ -33,6 +33,7 @@ pub mod identity;
 pub mod json_tree;
 pub mod permission;
 pub mod preflight;
+pub mod protocol;
 pub mod random;
 pub mod retry;
 pub mod retry_after;

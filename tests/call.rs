@@ -769,9 +769,13 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
         }
     }
     assert!(
-        !actions
-            .iter()
-            .any(|a| matches!(a, CallAction::Warn { .. } | CallAction::Send { .. })),
+        !actions.iter().any(|a| matches!(
+            a,
+            CallAction::Log {
+                level: Level::Warning,
+                ..
+            } | CallAction::Send { .. }
+        )),
         "{actions:#?}"
     );
     let Some(CallAction::Done {

@@ -240,7 +240,7 @@ fn drive(w: &World) -> Trace {
                     reply => out.push((now + latency, request, true, reply)),
                 }
             }
-            CallAction::Warn { .. } | CallAction::Info { .. } | CallAction::Debug { .. } => {}
+            CallAction::Log { .. } => {}
             CallAction::Wait { until_ms } => {
                 assert!(!done);
                 out.sort_by_key(|o| o.0);

@@ -622,7 +622,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                         },
                     );
                 }
-                Action::Warn { .. } | Action::Debug { .. } => {}
+                Action::Log { .. } => {}
                 Action::Wait { until_ms } => {
                     let step = &mut steps[step_index];
                     if step.next_poll_ms.is_none_or(|t| until_ms < t) {

@@ -27,6 +27,7 @@ fuzz_target!(|data: &[u8]| {
         name: if input.bool() { Some(input.string(WORDS)) } else { None },
         message: input.string(WORDS),
         credential_source: if input.bool() { Some(input.string(WORDS)) } else { None },
+        body: if input.bool() { Some(input.string(WORDS)) } else { None },
     };
     let limit = Duration::from_millis(input.u64() % 600_000);
     let now = input.u64() >> 1;

@@ -53,6 +53,7 @@ fn facts(input: &mut Input) -> ErrorFacts {
         name: if input.bool() { Some("SyntaxError".into()) } else { None },
         message: input.string(&["fetch failed", "socket hang up", "odd", "terminated", "Premature close", "Bearer <redacted> is not a legal HTTP header value"]),
         credential_source: if input.bool() { Some("the token file /t".into()) } else { None },
+        body: None,
     }
 }
 
@@ -110,7 +111,7 @@ fuzz_target!(|data: &[u8]| {
                 in_flight.push((probe, attempt, request));
                 continue;
             }
-            Action::Warn { .. } | Action::Debug { .. } => continue,
+            Action::Log { .. } => continue,
             Action::Wait { until_ms } => {
                 // The machine never sleeps past its deadline; a caller that
                 // polls late (the fuzzer jumps time) gets `done` at once.
@@ -168,7 +169,6 @@ fuzz_target!(|data: &[u8]| {
                     (_, 0) => ProbeResult::Failed { facts: facts(&mut input) },
                     (Request::RulesReview(_), _) => ProbeResult::RulesReviewed { status: status(&mut input) },
                     (Request::AccessReview(_), _) => ProbeResult::Reviewed { allowed: input.bool(), reason: None },
-                    (Request::Call, _) => ProbeResult::Succeeded,
                 };
                 let reviewed = match &result {
                     ProbeResult::Reviewed { allowed, .. } => Some(*allowed),

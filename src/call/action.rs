@@ -2,6 +2,7 @@
 //! call ends ([`CallOutcome`]).
 
 use crate::classify::ErrorFacts;
+use crate::protocol::Level;
 
 /// What the host must do next. Poll again after each, but `Done`.
 #[must_use]
@@ -44,19 +45,12 @@ pub enum CallAction {
         /// Abort it after this long and report it as timed out.
         timeout_ms: u64,
     },
-    /// Print this warning to the job log, then poll again.
-    Warn {
-        /// The text.
-        message: String,
-    },
-    /// Print this line to the job log (a call that recovered), then poll
-    /// again.
-    Info {
-        /// The text.
-        message: String,
-    },
-    /// Print this at debug level, then poll again: one line per attempt.
-    Debug {
+    /// Print this line at `level`, then poll again: a warning when the
+    /// call starts failing, a plain line when it recovers, a debug line
+    /// per attempt.
+    Log {
+        /// How to print it.
+        level: Level,
         /// The text.
         message: String,
     },
@@ -135,7 +129,7 @@ pub enum CallResult {
     },
 }
 
-pub use crate::retry::Accepted;
+pub use crate::protocol::Accepted;
 
 /// A report the machine cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -19,6 +19,7 @@ use crate::api_status::Forbidden;
 use crate::classify::{classify, describe_answer, Class, ErrorFacts};
 use crate::config::Settings;
 use crate::millis;
+use crate::protocol::Level;
 use crate::random::RandomSource;
 use crate::schedule::Schedule;
 use crate::text;
@@ -128,7 +129,8 @@ impl Call {
             (Some(body), Operation::Create) => match Ownership::of_body(body) {
                 Ok(sent) => Some(sent),
                 Err(why) => {
-                    pending.push(CallAction::Debug {
+                    pending.push(CallAction::Log {
+                        level: Level::Debug,
                         message: format!(
                             "k8s-auth-preflight: {}: the body sent is not an object of the API's shape ({}); a 409 on a retry will be the caller's",
                             spec.describe(None),
@@ -420,7 +422,10 @@ impl Call {
             // included.
             let attempts = self.attempts.max(number);
             let line = messages::recovered(&self.what, attempts, now - self.started_ms, last);
-            self.pending.push(CallAction::Info { message: line });
+            self.pending.push(CallAction::Log {
+                level: Level::Info,
+                message: line,
+            });
         }
         self.debug(request, Some(number), "answered", "done", now);
         self.finish(CallOutcome::Return { request });
@@ -458,7 +463,10 @@ impl Call {
             Judgement::Ours => {
                 let line =
                     messages::found_own_object(&self.what, self.attempts, now - self.started_ms);
-                self.pending.push(CallAction::Info { message: line });
+                self.pending.push(CallAction::Log {
+                    level: Level::Info,
+                    message: line,
+                });
                 self.debug(request, None, "the object is this call's own", "done", now);
                 self.finish(CallOutcome::Return { request });
             }
@@ -614,7 +622,10 @@ impl Call {
                         millis(self.deadline),
                         "The job has not failed.",
                     );
-                    self.pending.push(CallAction::Warn { message: line });
+                    self.pending.push(CallAction::Log {
+                        level: Level::Warning,
+                        message: line,
+                    });
                 }
                 match self.next_delay(&class, now) {
                     Some(delay) => {
@@ -653,7 +664,10 @@ impl Call {
                         attempt.unwrap_or(self.attempts),
                         now - self.started_ms,
                     );
-                    self.pending.push(CallAction::Info { message: line });
+                    self.pending.push(CallAction::Log {
+                        level: Level::Info,
+                        message: line,
+                    });
                 }
                 self.debug(
                     request,
@@ -762,7 +776,10 @@ impl Call {
         };
         let left = self.deadline_ms.saturating_sub(now);
         let line = messages::attempt_line(&self.what, &which, result, next, left);
-        self.pending.push(CallAction::Debug { message: line });
+        self.pending.push(CallAction::Log {
+            level: Level::Debug,
+            message: line,
+        });
     }
 }
 

@@ -11,7 +11,7 @@
 //!         CallAction::Send { request, attempt, timeout_ms } => make the call; report on_success / on_failure
 //!             (a connection: on_stream_opened / on_failure)
 //!         CallAction::ReadBack { request, method, name, namespace, timeout_ms } => read it; report on_read_back / on_failure
-//!         CallAction::Warn | Info | Debug { message } => print it, poll again
+//!         CallAction::Log { level, message } => print it, poll again
 //!         CallAction::Wait { until_ms } => sleep until then or until the request settles
 //!         CallAction::Done { outcome } => return, throw or give up as it says; stop
 //!     }

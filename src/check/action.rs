@@ -8,18 +8,7 @@
 use crate::preflight::{Outcome, ProbeResult, Request};
 use crate::runner_key::KeyFileReport;
 
-/// The level of a [`CheckAction::Log`] line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    /// Shown when step debug logging is on.
-    Debug,
-    /// A plain line.
-    Info,
-    /// A warning annotation.
-    Warning,
-    /// An error annotation.
-    Error,
-}
+pub use crate::protocol::Level;
 
 /// What the caller must do next.
 #[must_use]
@@ -254,14 +243,7 @@ impl From<crate::preflight::Action> for CheckAction {
                 request,
                 timeout_ms,
             },
-            Action::Warn { message } => CheckAction::Log {
-                level: Level::Warning,
-                message,
-            },
-            Action::Debug { message } => CheckAction::Log {
-                level: Level::Debug,
-                message,
-            },
+            Action::Log { level, message } => CheckAction::Log { level, message },
             Action::Wait { until_ms } => CheckAction::Wait { until_ms },
             Action::Done { outcome } => CheckAction::Done { outcome },
         }

@@ -4,6 +4,7 @@
 use super::probe::Probe;
 use super::Outcome;
 use crate::permission::Permission;
+use crate::protocol::Level;
 
 /// What the caller must do next.
 #[must_use]
@@ -24,14 +25,12 @@ pub enum Action {
         /// Abort the request after this long and report it as timed out.
         timeout_ms: u64,
     },
-    /// Print this warning (to the job log), then poll again.
-    Warn {
-        /// The text.
-        message: String,
-    },
-    /// Print this at debug level (shown when step debug logging is on),
-    /// then poll again: one line per attempt and one per check.
-    Debug {
+    /// Print this line at `level` (a warning to the job log; debug lines,
+    /// one per attempt and one per check, shown when step debug logging
+    /// is on), then poll again.
+    Log {
+        /// How to print it.
+        level: Level,
         /// The text.
         message: String,
     },

@@ -8,7 +8,7 @@
 //! loop {
 //!     match check.poll(now) {
 //!         Action::Send { probe, attempt, request, timeout_ms } => start it; report with on_result
-//!         Action::Warn { message } => print it, poll again
+//!         Action::Log { level, message } => print it, poll again
 //!         Action::Wait { until_ms } => sleep until then or until a request settles
 //!         Action::Done { outcome } => act on it; stop
 //!     }
@@ -78,6 +78,7 @@ mod setup;
 use crate::cache::{CacheKey, CacheState};
 use crate::config::Settings;
 use crate::preflight::retry_quota::RetryQuota;
+use crate::protocol::Level;
 use crate::random::RandomSource;
 use crate::retry::{SteadyClock, Trouble};
 use crate::review_answer::Malformed;
@@ -165,7 +166,10 @@ impl Preflight {
         }
         if !self.pending_warnings.is_empty() {
             let message = self.pending_warnings.remove(0);
-            return Action::Warn { message };
+            return Action::Log {
+                level: Level::Warning,
+                message,
+            };
         }
         if self.outcome.is_none() {
             if now >= self.deadline_ms {
@@ -175,7 +179,10 @@ impl Preflight {
         }
         if !self.pending_debug.is_empty() {
             let message = self.pending_debug.remove(0);
-            return Action::Debug { message };
+            return Action::Log {
+                level: Level::Debug,
+                message,
+            };
         }
         if let Some(outcome) = &self.outcome {
             return Action::Done {

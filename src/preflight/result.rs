@@ -49,7 +49,7 @@ pub enum ProbeResult {
     },
 }
 
-pub use crate::retry::Accepted;
+pub use crate::protocol::Accepted;
 
 /// A result the machine cannot take.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -89,7 +89,7 @@ impl Preflight {
     /// The rules review's answer does not have the documented types.
     pub(super) fn malformed_rules(&mut self, probe: usize, why: &str, now: u64) {
         // Fields of the wrong type prove nothing: ask every
-        // permission instead (issue 10).
+        // permission instead.
         self.pending_warnings.push(format!(
             "The SelfSubjectRulesReview's answer does not have the documented types ({why}); it proves nothing, so each permission is asked with its own access review."
         ));

@@ -9,19 +9,16 @@
 //! - [`Trouble`]: what a line of attempts has met so far: whether the
 //!   warning was printed (once), the last error, how many failures were
 //!   retried.
-//! - [`Accepted`]: what a machine did with a report.
 //! - [`messages`]: the words both machines print.
 //!
 //! What differs stays with each machine: the check hedges and spends a
 //! retry quota per review; a call decides by the kind of its operation.
 
-mod accepted;
 mod clock;
 mod delay;
 pub mod messages;
 mod trouble;
 
-pub use accepted::Accepted;
 pub use clock::SteadyClock;
 pub use delay::next_delay;
 pub use trouble::Trouble;

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use k8s_auth_preflight::call::{Accepted, Call, CallAction, CallOutcome, CallSpec, Operation};
+pub use k8s_auth_preflight::protocol::Level;
 use k8s_auth_preflight::{ErrorFacts, Settings};
 
 /// Epoch ms at which simulated calls start (2026-10-21T02:15:26Z).
@@ -147,9 +148,15 @@ pub fn run_with(call: &mut Call, mut reply: impl FnMut(&Sent) -> Reply) -> Run {
                 in_flight = Some(start(&mut reply, &sent, now));
                 run.sent.push(sent);
             }
-            CallAction::Warn { message } => run.warnings.push(message),
-            CallAction::Info { message } => run.infos.push(message),
-            CallAction::Debug { message } => run.debug.push(message),
+            CallAction::Log {
+                level: Level::Warning,
+                message,
+            } => run.warnings.push(message),
+            CallAction::Log {
+                level: Level::Info,
+                message,
+            } => run.infos.push(message),
+            CallAction::Log { message, .. } => run.debug.push(message),
             CallAction::Wait { until_ms } => {
                 run.waits.push((now, until_ms));
                 let arrives = in_flight.as_ref().and_then(|f| f.2);

@@ -9,6 +9,7 @@
 use k8s_auth_preflight::preflight::{
     Accepted, Action, Outcome, ProbeResult, Request, ResourceAttributes,
 };
+pub use k8s_auth_preflight::protocol::Level;
 use k8s_auth_preflight::rules::{ResourceRule, RulesStatus};
 use k8s_auth_preflight::{ErrorFacts, PermissionSpec, Preflight};
 
@@ -132,7 +133,10 @@ pub fn hooks_permissions() -> Vec<PermissionSpec> {
 pub fn poll_past_debug(check: &mut Preflight, now: u64) -> Action {
     loop {
         match check.poll(now) {
-            Action::Debug { .. } => continue,
+            Action::Log {
+                level: Level::Debug,
+                ..
+            } => continue,
             other => return other,
         }
     }
@@ -225,8 +229,11 @@ pub fn drive(
                 }
                 sent.push(s);
             }
-            Action::Warn { message } => warnings.push(message),
-            Action::Debug { message } => debug.push(message),
+            Action::Log {
+                level: Level::Debug,
+                message,
+            } => debug.push(message),
+            Action::Log { message, .. } => warnings.push(message),
             Action::Done { outcome } => {
                 return Run {
                     outcome,

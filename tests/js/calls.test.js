@@ -1,7 +1,7 @@
 'use strict';
 // The call wrappers (js-shim/calls.js) through the real, installed
 // @kubernetes/client-node against the loopback apiserver: every rule of
-// issue 13 section 2, one test each. What the server logged (requests per
+// docs/CALLS.md, one test each. What the server logged (requests per
 // route, the store's creates and deletes, the execs that started) is the
 // evidence; the schedule is compressed through `env`.
 

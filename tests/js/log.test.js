@@ -187,7 +187,7 @@ test(`[${consumer.flavour}] the package's own warnings go through the escaping d
     capture.restore();
   }
   assert.equal(preflight.isPreflightInconclusiveError(caught), true);
-  // The debug trail (issue 12) is its own workflow command, shown only
+  // The debug trail is its own workflow command, shown only
   // with step debug logging; every line is one command.
   const all = capture.text().split('\n').filter(Boolean);
   for (const line of all) assert.match(line, /^::(warning|debug)::/, `one command per line: ${line}`);

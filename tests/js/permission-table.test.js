@@ -1,5 +1,5 @@
 'use strict';
-// The permission table a host passes (issue 10, bug 7): a huge table was
+// The permission table a host passes: a huge table was
 // sorted in quadratic time before the deadline started (10,000 rows took
 // 9.9 s with a 3 s deadline). Now a table over the documented limit of 100
 // permissions is refused at once with a clear error, and one at the limit

@@ -1,5 +1,5 @@
 'use strict';
-// The SelfSubjectRulesReview fast path (issue 4), end to end: the packed
+// The SelfSubjectRulesReview fast path, end to end: the packed
 // package with the real @kubernetes/client-node (1.x on Node 20, 2.x on
 // Node 22, see support/consumer.js) against the loopback fake apiserver.
 //

@@ -20,7 +20,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::de::{read, Bad};
 use crate::call::{CallAction, CallOutcome, CallResult, CallSpec, Operation};
-use crate::check::{CheckAction, Fact, Level, LockCreated, LockSeen, ProcessFacts, RecordRead};
+use crate::check::{CheckAction, Fact, LockCreated, LockSeen, ProcessFacts, RecordRead};
 use crate::classify::ErrorFacts;
 use crate::permission::{Permission, PermissionSpec};
 use crate::preflight::{Outcome, ProbeResult, Request, Source, Verdict};
@@ -679,12 +679,7 @@ impl<'a> From<&'a CheckAction> for CheckActionOut<'a> {
                 ..out("send")
             },
             CheckAction::Log { level, message } => CheckActionOut {
-                level: Some(match level {
-                    Level::Debug => "debug",
-                    Level::Info => "info",
-                    Level::Warning => "warning",
-                    Level::Error => "error",
-                }),
+                level: Some(level.name()),
                 message: Some(message),
                 ..out("log")
             },
@@ -913,9 +908,7 @@ impl<'a> From<&'a CallAction> for CallActionOut<'a> {
                 timeout_ms: Some(Some(*timeout_ms as f64)),
                 ..out("send")
             },
-            CallAction::Warn { message } => log("warning", message),
-            CallAction::Info { message } => log("info", message),
-            CallAction::Debug { message } => log("debug", message),
+            CallAction::Log { level, message } => log(level.name(), message),
             CallAction::Wait { until_ms } => CallActionOut {
                 until_ms: Some(until_ms.map(|t| t as f64)),
                 ..out("wait")

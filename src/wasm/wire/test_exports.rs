@@ -5,6 +5,7 @@ use crate::cache_folder::CacheFolder;
 use crate::check::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::classify::Class;
 use crate::preflight::Action;
+use crate::protocol::Level;
 use crate::runner_key::KeyLocation;
 
 /// One flattened permission: `{verb, group, resource, subresource}`, all required.
@@ -134,8 +135,11 @@ impl<'a> From<&'a Action> for ActionOut<'a> {
                 request: request.into(),
                 timeout_ms: *timeout_ms as f64,
             },
-            Action::Warn { message } => ActionOut::Warn { message },
-            Action::Debug { message } => ActionOut::Debug { message },
+            Action::Log {
+                level: Level::Debug,
+                message,
+            } => ActionOut::Debug { message },
+            Action::Log { message, .. } => ActionOut::Warn { message },
             Action::Wait { until_ms } => ActionOut::Wait {
                 until_ms: *until_ms as f64,
             },

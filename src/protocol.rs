@@ -1,0 +1,50 @@
+//! What every machine's protocol shares: what it did with a report
+//! ([`Accepted`]) and the level of a line it asks the host to print
+//! ([`Level`]).
+
+/// What a machine did with a report of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// It changed the machine.
+    Applied,
+    /// It was for a request that is no longer current (abandoned at its
+    /// timeout, answered by another copy, or the machine is over) and was
+    /// ignored. The host closes what it holds from it (a stream opened
+    /// late is closed, never used).
+    Stale,
+}
+
+impl Accepted {
+    /// The word the boundary reports it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Accepted::Applied => "applied",
+            Accepted::Stale => "stale",
+        }
+    }
+}
+
+/// The level of a line a machine asks the host to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Shown when step debug logging is on.
+    Debug,
+    /// A plain line.
+    Info,
+    /// A warning annotation.
+    Warning,
+    /// An error annotation.
+    Error,
+}
+
+impl Level {
+    /// The name the host's logger has for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warning => "warning",
+            Level::Error => "error",
+        }
+    }
+}
