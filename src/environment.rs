@@ -41,6 +41,18 @@ impl Environment {
         }
     }
 
+    /// An environment of `settings` made by a host that has them already
+    /// (the incident replay), with the two paths; no warnings.
+    pub fn of(settings: Settings, home: Option<&str>, runner_temp: Option<&str>) -> Environment {
+        Environment {
+            settings,
+            home: home.map(str::to_string),
+            runner_temp: runner_temp.map(str::to_string),
+            warnings: Vec::new(),
+            given: Cell::new(false),
+        }
+    }
+
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.settings

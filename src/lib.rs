@@ -1,13 +1,26 @@
 //! # k8s-auth-preflight
 //!
-//! The policy of the Kubernetes runner hooks' permission preflight, without
-//! I/O: which errors are worth a retry ([`classify`]), how long to wait
-//! ([`schedule`]), whether a cached verdict may be used ([`cache`]), two
-//! opt-in variants (a second copy of a slow request, [`hedge`]; a per-check
-//! retry budget, [`retry_quota`]), and the three-way outcome state machine
-//! that ties them together ([`preflight`]).
-//! The JavaScript shim in `js-shim/` does the HTTP and file work and drives
-//! the machine through the WebAssembly boundary in [`wasm`].
+//! The policy core of the Kubernetes runner hooks' resilience, without
+//! I/O. Two machines are driven by the JavaScript shim in `js-shim/`
+//! through the WebAssembly boundary ([`wasm`]):
+//!
+//! - [`Check`] ([`check`]): one permission check of one hook step, from
+//!   the first file read (runner key, record, lock) to the last line
+//!   printed; its reviews run on the review machine ([`preflight`]: the
+//!   three-way outcome, the rules-review fast path, hedging and the retry
+//!   quota, opt-in).
+//! - [`Call`] ([`call`]): every other Kubernetes call of a job, retried
+//!   by the rules of its kind; a [`call::CallPolicy`] per settings makes
+//!   them and keeps the breaker they report to.
+//!
+//! What both share: one process's settings, read once
+//! ([`environment`], over [`config`]); the attempt line's parts
+//! ([`retry`]: the steady clock, the `Retry-After` delay, the warning
+//! given once, the last error) over [`schedule`] and [`classify`] (with
+//! [`error_codes`], listed once); and the protocol's words ([`protocol`]).
+//! Below them: the record ([`cache`], [`identity`], [`runner_key`]), the
+//! permission table and RBAC rules ([`permission`], [`rules`]), the
+//! readers ([`json_tree`], [`review_answer`], [`api_status`]).
 //!
 //! The crate never reads a clock, sleeps, opens a file or a socket, or keeps
 //! global state: time and randomness are inputs.
@@ -45,6 +58,8 @@ pub mod text;
 pub mod wasm;
 
 pub use cache::{CacheKey, CachePolicy, CacheState, Unusable};
+pub use call::{Call, CallPolicy};
+pub use check::Check;
 pub use classify::{classify, Class, ErrorFacts};
 pub use config::{SettingError, Settings};
 pub use identity::Identity;

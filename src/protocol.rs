@@ -24,6 +24,25 @@ impl Accepted {
     }
 }
 
+/// A report a machine cannot take: the host's mistake, never the API's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadReport {
+    /// No such probe (a review of the check).
+    #[error("no probe {0} in this check")]
+    UnknownProbe(usize),
+    /// A result of the wrong kind for the probe (e.g. a rules review's
+    /// body for an access review).
+    #[error("probe {0} got a result of the wrong kind for its request")]
+    WrongResultKind(usize),
+    /// No request with that number was sent (a call's).
+    #[error("no request {0} was sent for this call")]
+    UnknownRequest(u32),
+    /// A report of the wrong kind for the request (a body for a `Send`,
+    /// a stream for a read-back, ...).
+    #[error("request {0} got a report of the wrong kind for what it asked")]
+    WrongReport(u32),
+}
+
 /// The level of a line a machine asks the host to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use call_support::*;
 use k8s_auth_preflight::call::{
-    Accepted, Call, CallAction, CallOutcome, CallSpec, Operation, ReportError,
+    Accepted, BadReport, Call, CallAction, CallOutcome, CallSpec, Operation,
 };
 use k8s_auth_preflight::ErrorFacts;
 
@@ -680,16 +680,16 @@ fn the_call_deadline_comes_from_its_own_setting() {
 fn reports_for_requests_never_sent_or_of_the_wrong_kind_are_errors() {
     let s = settings();
     let mut c = call(&s, pod_create());
-    assert_eq!(c.on_success(1, T0), Err(ReportError::UnknownRequest(1)));
+    assert_eq!(c.on_success(1, T0), Err(BadReport::UnknownRequest(1)));
     let CallAction::Send { request, .. } = c.poll(T0) else {
         panic!()
     };
     assert_eq!(
         c.on_read_back(request, T0, POD_AS_STORED),
-        Err(ReportError::WrongReport(1))
+        Err(BadReport::WrongReport(1))
     );
-    assert_eq!(c.on_success(7, T0), Err(ReportError::UnknownRequest(7)));
-    assert_eq!(c.on_success(0, T0), Err(ReportError::UnknownRequest(0)));
+    assert_eq!(c.on_success(7, T0), Err(BadReport::UnknownRequest(7)));
+    assert_eq!(c.on_success(0, T0), Err(BadReport::UnknownRequest(0)));
     assert_eq!(c.on_success(request, T0 + 5), Ok(Accepted::Applied));
     assert_eq!(c.on_success(request, T0 + 6), Ok(Accepted::Stale));
 }

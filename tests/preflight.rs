@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use k8s_auth_preflight::cache::{self, CacheKey};
-use k8s_auth_preflight::preflight::{Accepted, Action, Request, ResultError};
+use k8s_auth_preflight::preflight::{Accepted, Action, BadReport, Request};
 use k8s_auth_preflight::{
     permission, ErrorFacts, Identity, Jitter, Preflight, ProbeResult, Settings, Source, Verdict,
 };
@@ -495,11 +495,11 @@ fn bad_results_are_errors_not_panics() {
     let _ = c.poll(T0);
     assert_eq!(
         c.on_result(99, 1, T0, ProbeResult::Failed { facts: refused() }),
-        Err(ResultError::UnknownProbe(99))
+        Err(BadReport::UnknownProbe(99))
     );
     assert_eq!(
         c.on_result(0, 1, T0, ProbeResult::RulesBody { body: "{}".into() }),
-        Err(ResultError::WrongResultKind(0))
+        Err(BadReport::WrongResultKind(0))
     );
     assert_eq!(
         c.on_result(

@@ -8,7 +8,7 @@ mod common;
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use common::*;
-use k8s_auth_preflight::preflight::{Request, ResultError};
+use k8s_auth_preflight::preflight::{BadReport, Request};
 use k8s_auth_preflight::rules::{rule_grants, ResourceRule, RulesStatus};
 use k8s_auth_preflight::{
     permission, ErrorFacts, Identity, Permission, Preflight, ProbeResult, Settings, Source, Verdict,
@@ -313,7 +313,7 @@ fn results_of_the_wrong_kind_are_refused() {
                 reason: None
             }
         ),
-        Err(ResultError::WrongResultKind(rules_probe)),
+        Err(BadReport::WrongResultKind(rules_probe)),
         "an access-review answer cannot deny through the rules probe"
     );
     assert_eq!(
@@ -323,7 +323,7 @@ fn results_of_the_wrong_kind_are_refused() {
             T0,
             ProbeResult::AccessBody { body: "{}".into() }
         ),
-        Err(ResultError::WrongResultKind(rules_probe))
+        Err(BadReport::WrongResultKind(rules_probe))
     );
 }
 

@@ -1,11 +1,13 @@
 //! A fleet of runner jobs against a simulated apiserver, on a simulated
-//! clock, driving the crate's own state machine (`Preflight`) for every step
-//! of every job, so each policy is measured by the code that ships.
+//! clock, driving the machine that ships (`Check`: its runner key, record,
+//! lock and reviews) for every step of every job, fed what the shim feeds
+//! it (file facts, response bodies), so each policy is measured by the
+//! code that ships.
 //!
 //! Model:
 //! - each job runs `prepare`, `script_steps` script steps and `cleanup`;
-//!   every step is a fresh hook process: a new `Preflight`, fed the job's
-//!   cache file as it is at that moment;
+//!   every step is a fresh hook process: a new `Check` over the job's own
+//!   files (its runner's key file, its record and lock), done at once;
 //! - a step whose check fails ends the job's script steps (cleanup still
 //!   runs, as in GitHub Actions);
 //! - the apiserver answers in 5-20 ms while healthy, refuses connections (or
@@ -29,11 +31,14 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Duration;
 
-use k8s_auth_preflight::preflight::{Action, ProbeResult, Request};
-use k8s_auth_preflight::rules::{ResourceRule, RulesStatus};
-use k8s_auth_preflight::{
-    ErrorFacts, Identity, Jitter, PermissionSpec, Preflight, RandomSource, Settings, Verdict,
-};
+use k8s_auth_preflight::check::{Check, CheckAction, CheckInput, Fact, ProcessFacts};
+use k8s_auth_preflight::environment::Environment;
+use k8s_auth_preflight::preflight::{ProbeResult, Request};
+use k8s_auth_preflight::{ErrorFacts, Jitter, PermissionSpec, RandomSource, Settings, Verdict};
+
+#[path = "../../tests/world/mod.rs"]
+mod world;
+use world::World;
 
 /// Epoch ms at which a simulation starts; only its offset matters.
 pub const EPOCH: u64 = 1_792_548_000_000;
@@ -368,12 +373,13 @@ struct Job {
     /// Steps done so far (0 = prepare next).
     next_step: u32,
     failed: bool,
-    cache_file: Option<Vec<u8>>,
+    /// The job's runner: its files.
+    world: World,
 }
 
 struct Step {
     job: usize,
-    machine: Preflight,
+    machine: Check,
     started_ms: u64,
     next_poll_ms: Option<u64>,
     finished: bool,
@@ -384,27 +390,37 @@ pub fn hooks_permissions() -> Vec<PermissionSpec> {
     k8s_auth_preflight::permission::runner_hooks_permissions()
 }
 
-/// A rules review of a Role that grants exactly the hooks' table.
-fn full_role() -> RulesStatus {
-    let resource_rules = hooks_permissions()
+/// The body of a rules review of a Role that grants exactly the hooks'
+/// table, as the apiserver sends it.
+fn full_role_body() -> String {
+    let quoted = |items: &[String]| {
+        let items: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+        format!("[{}]", items.join(","))
+    };
+    let rules: Vec<String> = hooks_permissions()
         .into_iter()
-        .map(|spec| ResourceRule {
-            resources: vec![if spec.subresource.is_empty() {
+        .map(|spec| {
+            let resource = if spec.subresource.is_empty() {
                 spec.resource
             } else {
                 format!("{}/{}", spec.resource, spec.subresource)
-            }],
-            verbs: spec.verbs,
-            api_groups: vec![spec.group],
-            resource_names: vec![],
+            };
+            format!(
+                r#"{{"verbs":{},"apiGroups":{},"resources":{}}}"#,
+                quoted(&spec.verbs),
+                quoted(&[spec.group]),
+                quoted(&[resource])
+            )
         })
         .collect();
-    RulesStatus {
-        resource_rules,
-        incomplete: false,
-        evaluation_error: None,
-    }
+    format!(
+        r#"{{"kind":"SelfSubjectRulesReview","status":{{"resourceRules":[{}],"nonResourceRules":[],"incomplete":false}}}}"#,
+        rules.join(",")
+    )
 }
+
+/// The body of an access review the apiserver allowed.
+const ALLOWED_BODY: &str = r#"{"kind":"SelfSubjectAccessReview","status":{"allowed":true}}"#;
 
 fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
@@ -437,7 +453,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
     }
     let mut random = RandomSource::seeded(scenario.seed);
     let permissions = hooks_permissions();
-    let identity = Identity::from_credential(b"replay-service-account-token");
+    let rules_body = full_role_body();
     let steps_per_job = scenario.script_steps + 2;
     let stall_from = EPOCH + ms(scenario.stall_at);
     let stall_to = stall_from + ms(scenario.stall);
@@ -461,7 +477,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
         jobs.push(Job {
             next_step: 0,
             failed: false,
-            cache_file: None,
+            world: World::new(),
         });
         let start = match plan {
             Some(plan) => EPOCH + ms(plan.jobs[j as usize].start) + plan.startup_ms(j as usize, 0),
@@ -495,12 +511,19 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
             Event::StepStart { job } => {
                 let mut settings = policy.settings.clone();
                 settings.seed = Some(scenario.seed ^ ((steps.len() as u64 + 1) * 0x9E37_79B9));
-                let machine = Preflight::new(
-                    settings,
-                    &permissions,
-                    "ci",
-                    identity.clone(),
-                    jobs[job].cache_file.as_deref(),
+                let environment = Environment::of(settings, Some("/home/runner"), Some("/rt"));
+                let machine = Check::new(
+                    CheckInput {
+                        environment: &environment,
+                        permissions: &permissions,
+                        namespace: "ci",
+                        credential: Some(b"replay-service-account-token"),
+                        cache_dir: None,
+                        process: ProcessFacts {
+                            pid: 1000 + steps.len() as u32,
+                            host: format!("runner-{job}"),
+                        },
+                    },
                     now,
                 )
                 .expect("valid fixture");
@@ -530,7 +553,12 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                 if steps[step].finished {
                     continue;
                 }
-                let _ = steps[step].machine.on_result(probe, attempt, now, result);
+                let fact = Fact::Response {
+                    probe,
+                    attempt,
+                    result,
+                };
+                let _ = steps[step].machine.on_fact(now, fact);
                 step
             }
         };
@@ -539,7 +567,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
         loop {
             let action = steps[step_index].machine.poll(now);
             match action {
-                Action::Send {
+                CheckAction::Send {
                     probe,
                     attempt,
                     request,
@@ -599,12 +627,11 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                             })
                         } else {
                             match request {
-                                Request::RulesReview(_) => ProbeResult::RulesReviewed {
-                                    status: full_role(),
+                                Request::RulesReview(_) => ProbeResult::RulesBody {
+                                    body: rules_body.clone(),
                                 },
-                                _ => ProbeResult::Reviewed {
-                                    allowed: true,
-                                    reason: None,
+                                _ => ProbeResult::AccessBody {
+                                    body: ALLOWED_BODY.into(),
                                 },
                             }
                         };
@@ -622,8 +649,8 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                         },
                     );
                 }
-                Action::Log { .. } => {}
-                Action::Wait { until_ms } => {
+                CheckAction::Log { .. } => {}
+                CheckAction::Wait { until_ms } => {
                     let step = &mut steps[step_index];
                     if step.next_poll_ms.is_none_or(|t| until_ms < t) {
                         step.next_poll_ms = Some(until_ms);
@@ -636,7 +663,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                     }
                     break;
                 }
-                Action::Done { outcome } => {
+                CheckAction::Done { outcome } => {
                     let step = &mut steps[step_index];
                     step.finished = true;
                     let job = &mut jobs[step.job];
@@ -645,15 +672,9 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                     if outcome.requests > 0 {
                         report.asking_check_ms.push(took);
                     }
-                    report.hedges += u64::from(step.machine.hedges());
+                    report.hedges += u64::from(outcome.hedges);
                     if step.started_ms < recovery && now >= recovery && outcome.requests > 0 {
                         report.recovery_to_verdict_ms.push(now - recovery);
-                    }
-                    if let Some(record) = outcome.record {
-                        job.cache_file = Some(record.into_bytes());
-                    }
-                    if outcome.delete_record {
-                        job.cache_file = None;
                     }
                     let ok = outcome.verdict == Verdict::Allowed;
                     if !ok {
@@ -691,6 +712,17 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                         );
                     }
                     break;
+                }
+                file_action => {
+                    // Files take no time here: the shim's file work is
+                    // microseconds beside a request's milliseconds.
+                    let step = &mut steps[step_index];
+                    let world = &mut jobs[step.job].world;
+                    let fact = world::perform(world, &file_action, now)
+                        .expect("a file action owes a fact");
+                    step.machine
+                        .on_fact(now, fact)
+                        .expect("the world's facts are well formed");
                 }
             }
         }

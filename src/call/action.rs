@@ -131,14 +131,4 @@ pub enum CallResult {
 
 pub use crate::protocol::Accepted;
 
-/// A report the machine cannot take.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReportError {
-    /// No request with that number was sent.
-    #[error("no request {0} was sent for this call")]
-    UnknownRequest(u32),
-    /// A report of the wrong kind for the request (a body for a `Send`,
-    /// a stream for a read-back, ...).
-    #[error("request {0} got a report of the wrong kind for what it asked")]
-    WrongReport(u32),
-}
+pub use crate::protocol::BadReport;

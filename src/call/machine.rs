@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::breaker::Breaker;
 
-use super::action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
+use super::action::{Accepted, BadReport, CallAction, CallOutcome, CallResult};
 use super::failure_stage::{with_upgrade_status, FailureStage};
 use super::messages;
 use super::operation::Operation;
@@ -395,7 +395,7 @@ impl Call {
         request: u32,
         now_ms: u64,
         result: CallResult,
-    ) -> Result<Accepted, ReportError> {
+    ) -> Result<Accepted, BadReport> {
         match result {
             CallResult::Succeeded => self.on_success(request, now_ms),
             CallResult::ReadBack { body } => self.on_read_back(request, now_ms, &body),
@@ -408,13 +408,13 @@ impl Call {
 
     /// Request `request` succeeded (a connection: its stream opened). The
     /// outcome will say to return what it returned.
-    pub fn on_success(&mut self, request: u32, now_ms: u64) -> Result<Accepted, ReportError> {
+    pub fn on_success(&mut self, request: u32, now_ms: u64) -> Result<Accepted, BadReport> {
         let now = self.clock.observe(now_ms);
         let Some(sent) = self.current(request)? else {
             return Ok(Accepted::Stale);
         };
         let Sent::Attempt { number } = sent else {
-            return Err(ReportError::WrongReport(request));
+            return Err(BadReport::WrongReport(request));
         };
         if self.trouble.retried() > 0 {
             let last = self.trouble.last_error().unwrap_or_default();
@@ -435,7 +435,7 @@ impl Call {
     /// The stream of connection request `request` opened: the command may
     /// be running. Nothing is sent again, whatever happens to the stream.
     /// The same as [`Call::on_success`], named for what a connection does.
-    pub fn on_stream_opened(&mut self, request: u32, now_ms: u64) -> Result<Accepted, ReportError> {
+    pub fn on_stream_opened(&mut self, request: u32, now_ms: u64) -> Result<Accepted, BadReport> {
         self.on_success(request, now_ms)
     }
 
@@ -447,13 +447,13 @@ impl Call {
         request: u32,
         now_ms: u64,
         body: &str,
-    ) -> Result<Accepted, ReportError> {
+    ) -> Result<Accepted, BadReport> {
         let now = self.clock.observe(now_ms);
         let Some(sent) = self.current(request)? else {
             return Ok(Accepted::Stale);
         };
         let Sent::ReadBack { conflict } = sent else {
-            return Err(ReportError::WrongReport(request));
+            return Err(BadReport::WrongReport(request));
         };
         let judgement = match &self.sent {
             Some(sent) => sent.judge(body),
@@ -490,7 +490,7 @@ impl Call {
         request: u32,
         now_ms: u64,
         facts: ErrorFacts,
-    ) -> Result<Accepted, ReportError> {
+    ) -> Result<Accepted, BadReport> {
         self.report_failure(request, now_ms, with_upgrade_status(facts), None)
     }
 
@@ -505,7 +505,7 @@ impl Call {
         request: u32,
         now_ms: u64,
         facts: ErrorFacts,
-    ) -> Result<Accepted, ReportError> {
+    ) -> Result<Accepted, BadReport> {
         self.report_failure(request, now_ms, facts, Some(FailureStage::NotConnected))
     }
 
@@ -516,7 +516,7 @@ impl Call {
         now_ms: u64,
         facts: ErrorFacts,
         stage: Option<FailureStage>,
-    ) -> Result<Accepted, ReportError> {
+    ) -> Result<Accepted, BadReport> {
         let now = self.clock.observe(now_ms);
         if self.current(request)?.is_none() {
             return Ok(Accepted::Stale);
@@ -534,9 +534,9 @@ impl Call {
 
     /// The current request's kind, `None` when `request` is not the one in
     /// flight (stale), an error when it was never sent.
-    fn current(&self, request: u32) -> Result<Option<Sent>, ReportError> {
+    fn current(&self, request: u32) -> Result<Option<Sent>, BadReport> {
         if request == 0 || request > self.requests {
-            return Err(ReportError::UnknownRequest(request));
+            return Err(BadReport::UnknownRequest(request));
         }
         Ok(match (self.state.clone(), self.straggler) {
             (State::Over(_), _) => None,

@@ -63,7 +63,7 @@ mod ownership;
 pub mod policy;
 mod spec;
 
-pub use action::{Accepted, CallAction, CallOutcome, CallResult, ReportError};
+pub use action::{Accepted, BadReport, CallAction, CallOutcome, CallResult};
 pub use breaker::Breaker;
 pub use call_policy::CallPolicy;
 pub use failure_stage::FailureStage;

@@ -60,8 +60,7 @@ use crate::environment::Environment;
 use crate::identity::Identity;
 use crate::permission::{self, Permission, PermissionSpec};
 use crate::preflight::{
-    check_namespace, identity_for, Outcome, Preflight, ResultError, SetupError,
-    NO_CREDENTIAL_WARNING,
+    check_namespace, identity_for, BadReport, Outcome, Preflight, SetupError, NO_CREDENTIAL_WARNING,
 };
 use crate::random::RandomSource;
 use crate::runner_key::{self, KeyFileReport, KeyLocation, KEY_FILE_LEN};
@@ -94,7 +93,7 @@ pub enum FactError {
     Unexpected(&'static str),
     /// A request's result the check cannot take.
     #[error(transparent)]
-    Result(#[from] ResultError),
+    Result(#[from] BadReport),
 }
 
 /// A fact not yet reported, or reported.
@@ -478,6 +477,7 @@ fn placeholder() -> Outcome {
         proceed: false,
         last_error: None,
         requests: 0,
+        hedges: 0,
         proven_by_rules: 0,
         elapsed_ms: 0,
     }

@@ -88,7 +88,7 @@ pub use action::{
     RulesReviewSpec,
 };
 pub use outcome::{Outcome, Source, Verdict};
-pub use result::{Accepted, ProbeResult, ResultError, EVALUATION_ERROR_ANSWERS};
+pub use result::{Accepted, BadReport, ProbeResult, EVALUATION_ERROR_ANSWERS};
 pub use rules_fast_path::RULES_REFUSALS_BEFORE_FALLBACK;
 pub use setup::{cache_file_name, SetupError, NO_CREDENTIAL_WARNING};
 pub(crate) use setup::{check_namespace, identity_for};
@@ -204,17 +204,17 @@ impl Preflight {
         attempt: u32,
         now_ms: u64,
         result: ProbeResult,
-    ) -> Result<Accepted, ResultError> {
+    ) -> Result<Accepted, BadReport> {
         let now = self.clock.observe(now_ms);
         let run = self
             .probes
             .get(probe)
-            .ok_or(ResultError::UnknownProbe(probe))?;
+            .ok_or(BadReport::UnknownProbe(probe))?;
         let current = matches!(&run.state, State::InFlight(a) if a.holds(attempt));
         if !current || self.outcome.is_some() {
             return Ok(Accepted::Stale);
         }
-        let answer = Answer::read(&run.probe, result).ok_or(ResultError::WrongResultKind(probe))?;
+        let answer = Answer::read(&run.probe, result).ok_or(BadReport::WrongResultKind(probe))?;
         if !matches!(answer, Answer::Failed(_)) {
             // The first answer wins; the other copy's, if any, is stale.
             if let (Some(quota), State::InFlight(a)) = (&mut self.quota, &run.state) {

@@ -60,6 +60,8 @@ pub struct Outcome {
     pub last_error: Option<String>,
     /// Requests started by this check.
     pub requests: u32,
+    /// Of those, hedged copies ([`crate::preflight::hedge`]).
+    pub hedges: u32,
     /// Permissions the rules review proved (no access review needed).
     pub proven_by_rules: u32,
     /// Time from the start of the check to the verdict, in ms.
@@ -230,6 +232,7 @@ impl Preflight {
             record,
             last_error,
             requests: self.requests,
+            hedges: self.hedges,
             proven_by_rules: self
                 .probes
                 .iter()

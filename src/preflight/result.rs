@@ -1,7 +1,5 @@
 //! What a request returned ([`ProbeResult`]), what the machine did with it
-//! ([`Accepted`], [`ResultError`]), and how an answer is read and applied.
-
-use thiserror::Error;
+//! ([`Accepted`], [`BadReport`]), and how an answer is read and applied.
 
 use super::probe::{Probe, State};
 use super::Preflight;
@@ -51,17 +49,7 @@ pub enum ProbeResult {
 
 pub use crate::protocol::Accepted;
 
-/// A result the machine cannot take.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ResultError {
-    /// No such probe.
-    #[error("no probe {0} in this check")]
-    UnknownProbe(usize),
-    /// A result of the wrong kind for the probe (e.g. `succeeded` for an
-    /// access review, which must say allowed or not).
-    #[error("probe {0} got a result of the wrong kind for its request")]
-    WrongResultKind(usize),
-}
+pub use crate::protocol::BadReport;
 
 /// How many answers `allowed: false` with an `evaluationError` (and no
 /// outright `denied`) one permission may get before they count as a denial.

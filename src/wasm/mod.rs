@@ -23,7 +23,8 @@ use crate::call::{Call, CallAction, CallPolicy};
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 use crate::config::{EnvValue, PREFIX};
 use crate::environment::Environment;
-use crate::preflight::{ResultError, SetupError};
+use crate::preflight::SetupError;
+use crate::protocol::BadReport;
 use de::{js_number, Bad};
 use wire::write;
 
@@ -194,7 +195,7 @@ impl WasmCall {
         for (request, result) in read(facts, "facts", wire::call_facts)? {
             self.call
                 .on_result(request, now, result)
-                .map_err(|e| error("PREFLIGHT_BAD_RESULT", &e.to_string()))?;
+                .map_err(result_error)?;
         }
         Ok(steps(
             || self.call.poll(now),
@@ -344,7 +345,7 @@ fn setup_error(e: SetupError) -> JsValue {
     error(code, &e.to_string())
 }
 
-fn result_error(e: ResultError) -> JsValue {
+fn result_error(e: BadReport) -> JsValue {
     error("PREFLIGHT_BAD_RESULT", &e.to_string())
 }
 
