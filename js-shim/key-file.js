@@ -6,7 +6,8 @@
 // - the read reports what is at the path, as plain facts: lstat's file
 //   type, mode and owner (never following a symlink), then, for a regular
 //   file, its first bytes through O_NOFOLLOW | O_NONBLOCK (the mode and
-//   owner then come from fstat of what was opened).
+//   owner then come from fstat of what was opened); a look that fails
+//   reports its code (ENOENT included: what that means is the core's).
 // - the creation makes the folder (0700) if it is to be made, writes the
 //   text to a fresh temp file (O_EXCL | O_NOFOLLOW, mode 0600, fsynced) and
 //   hard-links it to the path, which fails if anything is there: the file
@@ -42,16 +43,15 @@ function found(stat, bytes) {
 }
 
 /**
- * What is at `file`: `{type: 'missing'}`, `{type: 'failed', code}` or
- * `{type: 'found', kind, mode, uid, bytes}`, each with `processUid`. At
- * most `limit + 1` bytes are read.
+ * What is at `file`: `{type: 'failed', code}` or `{type: 'found', kind,
+ * mode, uid, bytes}`, each with `processUid`. At most `limit + 1` bytes
+ * are read.
  */
 function readKeyFile(file, limit) {
   let stat;
   try {
     stat = fs.lstatSync(file);
   } catch (e) {
-    if (e.code === 'ENOENT') return { type: 'missing', processUid: processUid() };
     return { type: 'failed', code: e.code || e.message, processUid: processUid() };
   }
   if (!stat.isFile()) return found(stat, null);
@@ -59,7 +59,6 @@ function readKeyFile(file, limit) {
   try {
     fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (e) {
-    if (e.code === 'ENOENT') return { type: 'missing', processUid: processUid() };
     return { type: 'failed', code: e.code || e.message, processUid: processUid() };
   }
   try {

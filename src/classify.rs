@@ -62,6 +62,16 @@ pub struct ErrorFacts {
 }
 
 impl ErrorFacts {
+    /// The facts of a request a machine abandoned at its own timeout: the
+    /// host saw no error.
+    pub fn own_timeout() -> ErrorFacts {
+        ErrorFacts {
+            timed_out: true,
+            message: "request timed out".into(),
+            ..ErrorFacts::default()
+        }
+    }
+
     /// The apiserver's `Status` in the answer's body, if there is one.
     pub fn api_status(&self) -> Option<ApiStatus> {
         self.body.as_deref().and_then(ApiStatus::of_body)

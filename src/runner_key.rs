@@ -23,8 +23,6 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::config::Settings;
-
 /// The setting that names the key file (an absolute path).
 pub const KEY_FILE_VARIABLE: &str = "ACTIONS_RUNNER_PREFLIGHT_KEY_FILE";
 /// The folder made in `$HOME` for the key file.
@@ -91,6 +89,18 @@ pub enum KeyFileFacts {
         /// regular file).
         bytes: Vec<u8>,
     },
+}
+
+impl KeyFileFacts {
+    /// What a look at the path that failed with `code` says: nothing is
+    /// there (`ENOENT`), or the look failed.
+    pub fn failed(code: String) -> KeyFileFacts {
+        if code == "ENOENT" {
+            KeyFileFacts::Missing
+        } else {
+            KeyFileFacts::Failed { code }
+        }
+    }
 }
 
 /// The shim's report on the key file, after creating it if asked.
@@ -181,13 +191,13 @@ pub fn fallback_warning(file: Option<&str>, problem: &KeyProblem) -> String {
     )
 }
 
-/// Where the key file is: the setting if given (already checked to be an
-/// absolute path), else `$HOME/.k8s-auth-preflight/runner-key` when `home`
-/// is absolute.
-pub fn location(settings: &Settings, home: Option<&str>) -> Result<KeyLocation, KeyProblem> {
-    if let Some(file) = &settings.key_file {
+/// Where the key file is: the `KEY_FILE` setting (`setting`, already
+/// checked to be an absolute path) if given, else
+/// `$HOME/.k8s-auth-preflight/runner-key` when `home` is absolute.
+pub fn location(setting: Option<&str>, home: Option<&str>) -> Result<KeyLocation, KeyProblem> {
+    if let Some(file) = setting {
         return Ok(KeyLocation {
-            file: file.clone(),
+            file: file.to_string(),
             folder: None,
         });
     }
@@ -441,33 +451,38 @@ mod tests {
     }
 
     #[test]
-    fn the_location_is_the_setting_else_home() {
-        let mut settings = Settings::new();
+    fn a_look_that_finds_nothing_is_a_missing_file_and_any_other_failure_is_not() {
+        assert_eq!(KeyFileFacts::failed("ENOENT".into()), KeyFileFacts::Missing);
         assert_eq!(
-            location(&settings, Some("/home/runner")),
+            KeyFileFacts::failed("EACCES".into()),
+            KeyFileFacts::Failed {
+                code: "EACCES".into()
+            }
+        );
+    }
+
+    #[test]
+    fn the_location_is_the_setting_else_home() {
+        assert_eq!(
+            location(None, Some("/home/runner")),
             Ok(KeyLocation {
                 file: "/home/runner/.k8s-auth-preflight/runner-key".into(),
                 folder: Some("/home/runner/.k8s-auth-preflight".into()),
             })
         );
         assert_eq!(
-            location(&settings, Some("/home/runner/")).unwrap().file,
+            location(None, Some("/home/runner/")).unwrap().file,
             "/home/runner/.k8s-auth-preflight/runner-key"
         );
         assert_eq!(
-            location(&settings, Some("/")).unwrap().file,
+            location(None, Some("/")).unwrap().file,
             "/.k8s-auth-preflight/runner-key"
         );
         for bad in [None, Some(""), Some("relative/home"), Some("~")] {
-            assert_eq!(
-                location(&settings, bad),
-                Err(KeyProblem::NoLocation),
-                "{bad:?}"
-            );
+            assert_eq!(location(None, bad), Err(KeyProblem::NoLocation), "{bad:?}");
         }
-        settings.key_file = Some("/etc/runner/key".into());
         assert_eq!(
-            location(&settings, None),
+            location(Some("/etc/runner/key"), None),
             Ok(KeyLocation {
                 file: "/etc/runner/key".into(),
                 folder: None,

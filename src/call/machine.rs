@@ -277,12 +277,7 @@ impl Call {
                 }
                 // Our own timeout: the host holds no error for it.
                 self.last_reported = None;
-                let facts = ErrorFacts {
-                    timed_out: true,
-                    message: "request timed out".into(),
-                    ..ErrorFacts::default()
-                };
-                self.failed(request, facts, now);
+                self.failed(request, ErrorFacts::own_timeout(), now);
             }
         }
         if !self.pending.is_empty() {

@@ -291,7 +291,17 @@ impl Check {
                     // Read again while waiting: no warnings about the file.
                     let file = self.record_file.as_deref().unwrap_or_default();
                     let (bytes, _) = record_file::read_outcome(file, read);
-                    let candidate = self.request_machine(bytes.as_deref(), now);
+                    // Judged by the cache alone; a machine is made only for
+                    // a record that answers (it holds the verdict).
+                    let answers = Preflight::record_answers(
+                        &self.settings,
+                        self.identity.clone(),
+                        &self.namespace,
+                        &self.permissions,
+                        bytes.as_deref(),
+                        now,
+                    );
+                    let candidate = answers.then(|| self.request_machine(bytes.as_deref(), now));
                     if let Stage::Turn(turn) = &mut self.stage {
                         turn.on_candidate(now, candidate);
                     }
@@ -313,7 +323,7 @@ impl Check {
         let Some(file) = self.record_file.clone() else {
             return;
         };
-        match runner_key::location(&self.settings, self.home.as_deref()) {
+        match runner_key::location(self.settings.key_file.as_deref(), self.home.as_deref()) {
             Ok(at) => {
                 self.out.push_back(CheckAction::ReadKeyFile {
                     file: at.file.clone(),

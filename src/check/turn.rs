@@ -257,12 +257,12 @@ impl Turn {
         Ok(Reread::No)
     }
 
-    /// The machine judging a record read again: it answers the check if it
-    /// is decided (a fresh record).
-    pub(super) fn on_candidate(&mut self, now: u64, machine: Box<Preflight>) {
-        let answers = machine.is_decided();
+    /// A record read again, and the machine that answers the check with
+    /// it if it does (a fresh record).
+    pub(super) fn on_candidate(&mut self, now: u64, machine: Option<Box<Preflight>>) {
+        let answers = machine.as_ref().is_some_and(|m| m.is_decided());
         if answers {
-            self.candidate = Some(machine);
+            self.candidate = machine;
         }
         self.flight.on_record(now, answers);
     }

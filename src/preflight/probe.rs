@@ -129,12 +129,7 @@ impl Preflight {
                 let Some(request) = attempt.timed_out(now) else {
                     break;
                 };
-                let facts = ErrorFacts {
-                    timed_out: true,
-                    message: "request timed out".into(),
-                    ..ErrorFacts::default()
-                };
-                self.copy_failed(index, request, facts, now);
+                self.copy_failed(index, request, ErrorFacts::own_timeout(), now);
             }
         }
     }

@@ -69,13 +69,7 @@ impl Preflight {
         cached: Option<&[u8]>,
         now_ms: u64,
     ) -> Preflight {
-        let key = identity
-            .filter(|_| settings.cache_enabled)
-            .map(|identity| CacheKey {
-                namespace: namespace.to_string(),
-                identity,
-                permissions: permission::fingerprint(&permissions),
-            });
+        let key = cache_key(&settings, identity, namespace, &permissions);
         let cache = match &key {
             Some(key) => cache::judge(cached, key, &settings.cache, now_ms),
             None => CacheState::Unusable(cache::Unusable::Missing),
@@ -106,6 +100,24 @@ impl Preflight {
             check.outcome = Some(outcome);
         }
         check
+    }
+
+    /// Whether `record` answers a check of these inputs at `now_ms` (a
+    /// fresh record of this key), judged by the cache alone.
+    pub(crate) fn record_answers(
+        settings: &Settings,
+        identity: Option<Identity>,
+        namespace: &str,
+        permissions: &[Permission],
+        record: Option<&[u8]>,
+        now_ms: u64,
+    ) -> bool {
+        cache_key(settings, identity, namespace, permissions).is_some_and(|key| {
+            matches!(
+                cache::judge(record, &key, &settings.cache, now_ms),
+                CacheState::Fresh { .. }
+            )
+        })
     }
 
     /// A check configured from `ACTIONS_RUNNER_PREFLIGHT_*` variables in
@@ -277,7 +289,7 @@ pub(crate) fn identity_for(
     let mut key_warning = None;
     let identity = credential.and_then(|credential| {
         let report = runner_key.filter(|_| settings.cache_enabled)?;
-        let secret = runner_key::location(settings, home)
+        let secret = runner_key::location(settings.key_file.as_deref(), home)
             .map_err(|problem| (None, problem))
             .and_then(|at| runner_key::judge(report).map_err(|p| (Some(at.file), p)));
         match secret {
@@ -330,4 +342,21 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), SetupError> {
     } else {
         Err(SetupError::Namespace(namespace.chars().take(80).collect()))
     }
+}
+
+/// The record's key for these inputs; `None` with the cache off or no
+/// identity.
+fn cache_key(
+    settings: &Settings,
+    identity: Option<Identity>,
+    namespace: &str,
+    permissions: &[Permission],
+) -> Option<CacheKey> {
+    identity
+        .filter(|_| settings.cache_enabled)
+        .map(|identity| CacheKey {
+            namespace: namespace.to_string(),
+            identity,
+            permissions: permission::fingerprint(permissions),
+        })
 }

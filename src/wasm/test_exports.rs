@@ -153,7 +153,7 @@ pub fn runner_key_file(env: &JsValue) -> JsValue {
         EnvText::Text(home) if k == "HOME" => Some(home.as_str()),
         _ => None,
     });
-    let at = runner_key::location(&settings, home)
+    let at = runner_key::location(settings.key_file.as_deref(), home)
         .ok()
         .filter(|_| settings.cache_enabled);
     write(&wire::KeyLocationOut::from(at.as_ref()))

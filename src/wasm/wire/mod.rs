@@ -226,7 +226,7 @@ pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
     let head: KeyFileHeadIn = read(v)?;
     let facts = match read::<KeyFileIn>(v)? {
         KeyFileIn::Missing | KeyFileIn::None => KeyFileFacts::Missing,
-        KeyFileIn::Failed { code } => KeyFileFacts::Failed { code },
+        KeyFileIn::Failed { code } => KeyFileFacts::failed(code),
         KeyFileIn::Found {
             kind,
             mode,
