@@ -38,7 +38,10 @@ const policies = new WeakMap();
 function corePolicy(env, logger, now) {
   let entry = env !== null && typeof env === 'object' ? policies.get(env) : undefined;
   if (!entry) {
-    entry = { policy: new core.CallPolicy(settingsOf(env)), clock: steadyClock(now || Date.now) };
+    // The clock first: a bad `now` is refused before the settings'
+    // warnings are taken.
+    const clock = steadyClock(now || Date.now);
+    entry = { policy: new core.CallPolicy(settingsOf(env)), clock };
     for (const warning of entry.policy.warnings()) logger.warning(warning);
     if (env !== null && typeof env === 'object') policies.set(env, entry);
   }
@@ -498,7 +501,10 @@ async function retryK8sApiCall(fn, options = {}) {
   const kc = options.kubeConfig || defaultKubeConfig();
   const state = callPolicy(kc, options);
   if (typeof options.cluster === 'string') state.cluster = () => options.cluster;
-  const method = text(options.method);
+  if (options.method !== undefined && (typeof options.method !== 'string' || options.method === '')) {
+    throw new TypeError('retryK8sApiCall: options.method must be the name of the client-node method fn makes (a non-empty string), or left out');
+  }
+  const method = options.method;
   // With no method named, the core's kind for an unnamed call applies.
   const spec = { method: method || 'retryK8sApiCall' };
   return runCall(state, spec, (signal) => fn(signal), noReadBack, undefined, true);

@@ -17,21 +17,47 @@ const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
  */
 function steadyClock(wall) {
   const start = wall();
-  // A number, or the core refuses it (NaN, negative) with a clear error; a
+  // Refused here, for this caller alone: a clock that reads NaN would
+  // otherwise be kept and refused by the core at every later step; a
   // numeric string would be concatenated, not added, below.
-  if (typeof start !== 'number') {
-    throw new TypeError(`options.now() must return epoch milliseconds as a number, got a ${typeof start}`);
+  if (typeof start !== 'number' || !Number.isFinite(start) || start < 0 || start > Number.MAX_SAFE_INTEGER) {
+    const got = typeof start === 'number' ? String(start) : `a ${typeof start}`;
+    throw new TypeError(`options.now() must return epoch milliseconds as a finite number from 0 to 2^53, got ${got}`);
   }
   const monotonicStart = performance.now();
   return () => start + (performance.now() - monotonicStart);
 }
 
+// The environment with a seed drawn from `random`, one per environment
+// object and `random` function: the same object every time, so its
+// settings are read (and warned about) once, and its calls share one
+// policy.
+const seeded = new WeakMap();
+
 /** The settings environment, with `random` turned into a seed if given. */
 function environment(options) {
   const env = options.env || process.env;
   if (typeof options.random !== 'function') return env;
-  const seed = Math.floor(options.random() * Number.MAX_SAFE_INTEGER);
-  return { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(seed) };
+  const key = env !== null && typeof env === 'object' ? env : null;
+  const byRandom = key ? seeded.get(key) || new WeakMap() : null;
+  if (byRandom && byRandom.has(options.random)) return byRandom.get(options.random);
+  const draw = options.random();
+  if (typeof draw !== 'number' || !(draw >= 0 && draw < 1)) {
+    const got = typeof draw === 'number' ? String(draw) : `a ${typeof draw}`;
+    throw new TypeError(`options.random() must return a number from 0 (included) to 1 (excluded), got ${got}`);
+  }
+  let withSeed;
+  try {
+    withSeed = { ...env, ACTIONS_RUNNER_PREFLIGHT_SEED: String(Math.floor(draw * Number.MAX_SAFE_INTEGER)) };
+  } catch {
+    // An environment that cannot be read: the core says so, once.
+    withSeed = env;
+  }
+  if (byRandom) {
+    byRandom.set(options.random, withSeed);
+    seeded.set(key, byRandom);
+  }
+  return withSeed;
 }
 
 // The settings of each environment object, read by the core once per

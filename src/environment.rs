@@ -10,6 +10,16 @@ use std::cell::Cell;
 
 use crate::cache_folder::RUNNER_TEMP;
 use crate::config::{EnvValue, Settings};
+use crate::text;
+
+/// Why a host's settings environment could not be read at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// It is not an object of names and values: its type.
+    NotAnObject(&'static str),
+    /// Reading it threw (a getter, a Proxy): what was thrown.
+    Threw(String),
+}
 
 /// One settings environment, read.
 #[derive(Debug, Clone)]
@@ -38,6 +48,24 @@ impl Environment {
             runner_temp: text(RUNNER_TEMP),
             warnings: errors.iter().map(ToString::to_string).collect(),
             given: Cell::new(false),
+        }
+    }
+
+    /// An environment that could not be read: the defaults, and one
+    /// warning that says why.
+    pub fn unreadable(why: Unreadable) -> Environment {
+        let warning = match why {
+            Unreadable::NotAnObject(kind) => format!(
+                "The settings environment (options.env) is a value of type {kind}, not an object of ACTIONS_RUNNER_PREFLIGHT_* settings: the defaults are used."
+            ),
+            Unreadable::Threw(message) => format!(
+                "The settings environment could not be read (reading it threw: {}): the defaults are used.",
+                text::clip(&message, 200)
+            ),
+        };
+        Environment {
+            warnings: vec![warning],
+            ..Environment::of(Settings::new(), None, None)
         }
     }
 
@@ -106,5 +134,20 @@ mod tests {
             "{first:?}"
         );
         assert!(e.warnings_once().is_empty());
+    }
+
+    #[test]
+    fn an_environment_that_cannot_be_read_is_the_defaults_with_one_warning_saying_why() {
+        let e = Environment::unreadable(Unreadable::Threw("getter boom".into()));
+        assert_eq!(e.settings(), &Settings::new());
+        assert_eq!(e.home(), None);
+        let w = e.warnings_once();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("could not be read (reading it threw: getter boom)"),
+            "{w:?}"
+        );
+        let e = Environment::unreadable(Unreadable::NotAnObject("number"));
+        assert!(e.warnings_once()[0].contains("a value of type number, not an object"));
     }
 }

@@ -16,13 +16,13 @@
 mod de;
 mod wire;
 
-use js_sys::{Object, Reflect, Uint8Array};
+use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::call::{Call, CallAction, CallPolicy};
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 use crate::config::{EnvValue, PREFIX};
-use crate::environment::Environment;
+use crate::environment::{Environment, Unreadable};
 use crate::preflight::SetupError;
 use crate::protocol::BadReport;
 use de::{js_number, Bad};
@@ -47,9 +47,11 @@ impl WasmSettings {
     /// `HOME` and `RUNNER_TEMP` of `env`.
     #[wasm_bindgen(constructor)]
     pub fn new(env: &JsValue) -> WasmSettings {
-        let env = env_pairs(env);
         WasmSettings {
-            environment: Environment::read(&values(&env)),
+            environment: match env_pairs(env) {
+                Ok(env) => Environment::read(&values(&env)),
+                Err(why) => Environment::unreadable(why),
+            },
         }
     }
 }
@@ -234,12 +236,21 @@ fn fact_error(e: FactError) -> JsValue {
 /// as JS writes them (`3000`, `false`), `null` and `undefined` as unset;
 /// for anything else its type, which the settings report. Anything that is
 /// not an object is empty.
-fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
+fn env_pairs(env: &JsValue) -> Result<Vec<(String, EnvText)>, Unreadable> {
+    if env.is_null() || env.is_undefined() {
+        return Ok(Vec::new());
+    }
     if !env.is_object() {
-        return Vec::new();
+        return Err(Unreadable::NotAnObject(js_typeof(env)));
+    }
+    // A getter or a Proxy trap may throw (a revoked Proxy does at any
+    // touch): caught here, it is a fact.
+    let entries = object_entries(env).map_err(|e| Unreadable::Threw(thrown_message(&e)))?;
+    if js_sys::Array::is_array(env) {
+        return Err(Unreadable::NotAnObject("array"));
     }
     let mut pairs = Vec::new();
-    for entry in Object::entries(env.unchecked_ref::<Object>()).iter() {
+    for entry in entries.iter() {
         let Some(key) = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string()) else {
             continue;
         };
@@ -266,7 +277,45 @@ fn env_pairs(env: &JsValue) -> Vec<(String, EnvText)> {
         };
         pairs.push((key, text));
     }
-    pairs
+    Ok(pairs)
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Object.entries(value)`, with what it throws as an error.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = entries)]
+    fn object_entries(value: &JsValue) -> Result<js_sys::Array, JsValue>;
+}
+
+/// JavaScript's `typeof` of a value that is not an object.
+fn js_typeof(value: &JsValue) -> &'static str {
+    if value.is_string() {
+        "string"
+    } else if value.as_bool().is_some() {
+        "boolean"
+    } else if value.as_f64().is_some() {
+        "number"
+    } else if value.is_bigint() {
+        "bigint"
+    } else {
+        js_type(value)
+    }
+}
+
+/// The message of a thrown value, as text, whatever was thrown.
+fn thrown_message(thrown: &JsValue) -> String {
+    // `Reflect.get` is caught: the thrown value may be a Proxy too.
+    let message = || {
+        thrown
+            .is_object()
+            .then(|| Reflect::get(thrown, &JsValue::from_str("message")).ok())
+            .flatten()
+            .and_then(|m| m.as_string())
+    };
+    thrown
+        .as_string()
+        .or_else(message)
+        .unwrap_or_else(|| format!("a thrown {}", js_typeof(thrown)))
 }
 
 /// [`env_pairs`] as the core reads them.

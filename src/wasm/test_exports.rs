@@ -38,7 +38,7 @@ impl WasmPreflight {
         now_ms: f64,
         key_file: &JsValue,
     ) -> Result<WasmPreflight, JsValue> {
-        let env = env_pairs(env);
+        let env = env_pairs(env).unwrap_or_default();
         let permissions = read(&permissions, "permissions", wire::permission_specs)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
@@ -118,7 +118,7 @@ pub fn cache_file_name(
     namespace: &str,
     credential: &JsValue,
 ) -> Result<Option<String>, JsValue> {
-    let env = env_pairs(env);
+    let env = env_pairs(env).unwrap_or_default();
     let permissions = read(&permissions, "permissions", wire::permission_specs)?;
     let credential = bytes(credential);
     preflight::cache_file_name(values(&env), &permissions, namespace, credential.as_deref())
@@ -147,7 +147,7 @@ pub fn cache_folder(env: &JsValue, cache_dir: &JsValue) -> JsValue {
 /// it (mode 0700) or null; `{file: null, folder: null}` when there is none.
 #[wasm_bindgen(js_name = runnerKeyFile)]
 pub fn runner_key_file(env: &JsValue) -> JsValue {
-    let env = env_pairs(env);
+    let env = env_pairs(env).unwrap_or_default();
     let settings = Settings::from_env_values(&values(&env)).0;
     let home = env.iter().find_map(|(k, v)| match v {
         EnvText::Text(home) if k == "HOME" => Some(home.as_str()),
@@ -215,7 +215,7 @@ pub fn preview_schedule(env: &JsValue) -> Vec<f64> {
 }
 
 fn settings_from(env: &JsValue) -> (Settings, Vec<String>) {
-    let env = env_pairs(env);
+    let env = env_pairs(env).unwrap_or_default();
     let (settings, errors) = Settings::from_env_values(&values(&env));
     (settings, errors.iter().map(|e| e.to_string()).collect())
 }
@@ -238,7 +238,7 @@ impl WasmSingleFlight {
     /// `new SingleFlight(env, nowMs)`.
     #[wasm_bindgen(constructor)]
     pub fn new(env: &JsValue, now_ms: f64) -> Result<WasmSingleFlight, JsValue> {
-        let env = env_pairs(env);
+        let env = env_pairs(env).unwrap_or_default();
         let settings = Settings::from_env_values(&values(&env)).0;
         Ok(WasmSingleFlight {
             flight: SingleFlight::new(&settings, time(now_ms)?),
