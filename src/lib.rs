@@ -40,6 +40,7 @@ pub mod call;
 pub mod check;
 pub mod classify;
 pub mod config;
+pub mod dates;
 pub mod environment;
 pub mod error_codes;
 pub mod identity;

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::dates::{self, number};
 use crate::text::{split_once, whole_number};
 
 /// Parses a `Retry-After` value given the current time (Unix epoch, ms) and
@@ -81,23 +82,7 @@ fn parse_http_date(value: &str) -> Option<u64> {
     }
     let (day, month, year) = (number(day, 2)?, month_number(month)?, number(year, 4)?);
     let (hour, minute, second) = (number(hour, 2)?, number(minute, 2)?, number(second, 2)?);
-    if !(1970..=9999).contains(&year)
-        || !(1..=days_in_month(year, month)).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let days = days_since_epoch(year, month, day);
-    Some((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000)
-}
-
-fn number(s: &str, width: usize) -> Option<u64> {
-    if s.len() != width {
-        return None;
-    }
-    whole_number(s)
+    dates::epoch_ms(year, month, day, hour, minute, second)
 }
 
 fn month_number(s: &str) -> Option<u64> {
@@ -105,30 +90,6 @@ fn month_number(s: &str) -> Option<u64> {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     MONTHS.iter().position(|m| *m == s).map(|i| i as u64 + 1)
-}
-
-fn is_leap(year: u64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: u64, month: u64) -> u64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-fn days_since_epoch(year: u64, month: u64, day: u64) -> u64 {
-    let mut days = 0;
-    for y in 1970..year {
-        days += if is_leap(y) { 366 } else { 365 };
-    }
-    for m in 1..month {
-        days += days_in_month(year, m);
-    }
-    days + day - 1
 }
 
 #[cfg(test)]

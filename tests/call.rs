@@ -203,6 +203,47 @@ fn a_409_on_a_retry_after_a_lost_answer_reads_back_and_returns_our_own_object() 
     );
 }
 
+/// A pod left over from an earlier job, of the same name and labels (its
+/// deletion failed), made long before this call: never adopted, whatever
+/// its labels say. One made during the call (the API's clock in whole
+/// seconds, a little behind ours) is.
+#[test]
+fn a_409_for_an_object_made_before_the_call_started_is_the_callers_409() {
+    let s = settings();
+    let made_at = |time: &str| {
+        POD_AS_STORED.replace(
+            r#""resourceVersion":"42","#,
+            &format!(r#""resourceVersion":"42","creationTimestamp":"{time}","#),
+        )
+    };
+    // T0 is 2026-10-21T02:15:26Z.
+    for (time, ours) in [
+        ("2020-01-01T00:00:00Z", false),
+        ("2026-10-21T02:14:25Z", false),
+        ("2026-10-21T02:14:27Z", true),
+        ("2026-10-21T02:15:26Z", true),
+        ("2026-10-21T02:15:40.5Z", true),
+    ] {
+        let mut c = call(&s, pod_create());
+        let r = run(&mut c, &[Reply::Hang, status(409), body(&made_at(time))]);
+        let expected = if ours {
+            CallOutcome::Return { request: 3 }
+        } else {
+            CallOutcome::Throw { request: 2 }
+        };
+        assert_eq!(r.outcome, expected, "made at {time}");
+        if !ours {
+            assert!(
+                r.debug.iter().any(
+                    |d| d.contains(&format!("it was made at {time}, before this call started"))
+                ),
+                "{:#?}",
+                r.debug
+            );
+        }
+    }
+}
+
 #[test]
 fn a_409_on_a_retry_for_someone_elses_object_is_the_callers_409() {
     let s = settings();

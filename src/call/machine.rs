@@ -451,7 +451,7 @@ impl Call {
             return Err(BadReport::WrongReport(request));
         };
         let judgement = match &self.sent {
-            Some(sent) => sent.judge(body),
+            Some(sent) => sent.judge(body, Some(self.started_ms)),
             None => Judgement::NotOurs("the create's body was not readable".into()),
         };
         match judgement {

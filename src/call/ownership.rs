@@ -20,6 +20,11 @@
 //!   that `prepare_job` deleted a moment before and that may still be
 //!   terminating.
 //!
+//! - the object read back must not have been made before the call started
+//!   (`creationTimestamp`, less [`CLOCK_MARGIN_MS`] for the API's clock
+//!   against ours): a leftover of the same name and labels, from an
+//!   earlier job whose cleanup failed, is not this call's.
+//!
 //! Annotations, the spec and the rest are not compared: defaulting and
 //! admission change them. A body that is not a JSON object of the API's
 //! shape (labels that are not strings, ...) proves nothing: not ours.
@@ -28,7 +33,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::text::quoted;
+use crate::text::{self, quoted};
 
 /// What a create sent that marks the object as its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,7 +76,16 @@ struct Metadata {
     owner_references: Option<Vec<OwnerReference>>,
     #[serde(default)]
     deletion_timestamp: Option<String>,
+    #[serde(default)]
+    creation_timestamp: Option<String>,
 }
+
+/// How far the apiserver's clock may be behind ours before an object it
+/// made during a call looks older than the call: its times are whole
+/// seconds, and two clocks kept by NTP differ by far less than a minute.
+/// A larger skew makes our own object look older: its 409 is then thrown,
+/// as the plain client would have thrown the lost attempt's error.
+pub const CLOCK_MARGIN_MS: u64 = 60_000;
 
 #[derive(Deserialize)]
 struct OwnerReference {
@@ -119,8 +133,10 @@ impl Ownership {
         self.name.is_some() && (!self.labels.is_empty() || !self.owner_uids.is_empty())
     }
 
-    /// Judges `read_back` (the object the API returned, as JSON text).
-    pub fn judge(&self, read_back: &str) -> Judgement {
+    /// Judges `read_back` (the object the API returned, as JSON text), for
+    /// a call that started at `call_started_ms` (Unix epoch ms; `None`: no
+    /// time to judge by).
+    pub fn judge(&self, read_back: &str, call_started_ms: Option<u64>) -> Judgement {
         if !self.is_recognisable() {
             return Judgement::NotOurs(
                 "the create sent no name, or neither labels nor owner references to recognise it by".into(),
@@ -146,6 +162,7 @@ impl Ownership {
             labels: None,
             owner_references: None,
             deletion_timestamp: None,
+            creation_timestamp: None,
         });
         if metadata.name != self.name {
             let found = metadata.name.as_deref().unwrap_or("");
@@ -156,6 +173,15 @@ impl Ownership {
             // is an older one of the same name and labels (the runner's
             // previous job pod, deleted just before), still terminating.
             return Judgement::NotOurs("it is being deleted (it has a deletionTimestamp)".into());
+        }
+        if let (Some(made), Some(started)) = (&metadata.creation_timestamp, call_started_ms) {
+            let made_ms = crate::dates::rfc3339_ms(made);
+            if made_ms.is_some_and(|ms| ms.saturating_add(CLOCK_MARGIN_MS) < started) {
+                return Judgement::NotOurs(format!(
+                    "it was made at {}, before this call started",
+                    text::clip(made, 40)
+                ));
+            }
         }
         let labels = metadata.labels.unwrap_or_default();
         for (key, value) in &self.labels {
@@ -216,10 +242,10 @@ mod tests {
     fn the_object_as_the_server_returns_it_is_ours() {
         // More labels, more owners, status, defaults: still ours.
         let back = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"runner-1-workflow","namespace":"ns","uid":"p-9","labels":{"app":"job","runner-pod":"runner-1","added":"by-admission"},"ownerReferences":[{"uid":"other"},{"apiVersion":"v1","kind":"Pod","name":"runner-1","uid":"u-1"}]},"status":{"phase":"Pending"}}"#;
-        assert_eq!(ours().judge(back), Judgement::Ours);
+        assert_eq!(ours().judge(back, None), Judgement::Ours);
         // client-node's model, serialised without a kind: still ours.
         let no_kind = r#"{"metadata":{"name":"runner-1-workflow","labels":{"app":"job","runner-pod":"runner-1"},"ownerReferences":[{"uid":"u-1"}]}}"#;
-        assert_eq!(ours().judge(no_kind), Judgement::Ours);
+        assert_eq!(ours().judge(no_kind, None), Judgement::Ours);
     }
 
     #[test]
@@ -263,7 +289,7 @@ mod tests {
             (r#"[]"#, "unreadable"),
         ];
         for (back, why) in cases {
-            match ours().judge(back) {
+            match ours().judge(back, None) {
                 Judgement::NotOurs(reason) => assert!(reason.contains(why), "{back}: {reason}"),
                 Judgement::Ours => panic!("adopted {back}"),
             }
@@ -282,7 +308,10 @@ mod tests {
         ] {
             let o = Ownership::of_body(sent).unwrap();
             assert!(!o.is_recognisable(), "{sent}");
-            assert!(matches!(o.judge(anything), Judgement::NotOurs(_)), "{sent}");
+            assert!(
+                matches!(o.judge(anything, None), Judgement::NotOurs(_)),
+                "{sent}"
+            );
         }
     }
 

@@ -253,6 +253,21 @@ test(`${F} create: a read-back pod that is being deleted (deletionTimestamp) is 
   assert.equal(routed(server, 'get pods', 'terminating').length, 1, 'read back once');
 });
 
+test(`${F} create: a read-back pod made before the call started (a leftover of the same name and labels) is not adopted: the 409 is the caller's`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t);
+  // An earlier job's pod whose deletion failed: our very name, labels and owner.
+  await server.seed('pods', NAMESPACE, jobPod('leftover'), { creationTimestamp: '2020-01-01T00:00:00Z' });
+  const { options } = callOptions();
+  const core = preflight.resilientKubeConfig(kc, options).makeApiClient(k8s.CoreV1Api);
+  // The first attempt's connection is reset before anything is stored: it may have been applied, as far as the client can tell.
+  server.armTrigger({ route: 'create pods' }, [{ phase: 'reset', ms: 0 }, { phase: 'healthy' }]);
+  const e = await rejection(core.createNamespacedPod({ namespace: NAMESPACE, body: jobPod('leftover') }));
+  assert.ok(e instanceof k8s.ApiException, String(e && e.stack));
+  assert.equal(e.code, 409);
+  assert.equal(routed(server, 'get pods', 'leftover').length, 1, 'read back once');
+  assert.deepEqual(server.objects('pods'), [`${NAMESPACE}/leftover`]);
+});
+
 test(`${F} create: a retry's 409 after refused attempts only is the caller's, never read back (the pod was never touched by this call)`, { timeout: 30_000 }, async (t) => {
   const { server, kc } = await setup(t);
   // A leftover pod with our very labels and owner: only "may have been applied" keeps it from adoption.

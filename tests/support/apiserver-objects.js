@@ -125,7 +125,8 @@ function createObjectStore(settings) {
   /**
    * { code, object } or { code, status: [reason, message, details] }.
    * `options.admission`: the create came over the API, so `admissionDenial`
-   * applies (after validation, before the name is checked for use).
+   * applies (after validation, before the name is checked for use);
+   * `options.creationTimestamp`: made then (RFC 3339), not now.
    */
   function create(resource, namespace, body, options = {}) {
     const name = body && body.metadata && typeof body.metadata.name === 'string' ? body.metadata.name : '';
@@ -170,7 +171,7 @@ function createObjectStore(settings) {
       namespace,
       uid: crypto.randomUUID(),
       resourceVersion: String(++resourceVersion),
-      creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      creationTimestamp: options.creationTimestamp || new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     };
     const stored = { object, createdAtMs: Date.now() };
     objects[resource].set(k, stored);

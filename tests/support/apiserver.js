@@ -1290,11 +1290,12 @@ async function startApiServer(options = {}) {
     },
     /**
      * Puts `body` (a pod or secret) into the store as a create would, without
-     * a request (someone else's object, made before a test). Resolves what
-     * the create answered: { code, object } or { code, status }.
+     * a request (someone else's object, made before a test), made at
+     * `options.creationTimestamp` if given (RFC 3339), else now. Resolves
+     * what the create answered: { code, object } or { code, status }.
      */
-    seed(resource, namespace, body) {
-      return store.create(resource, namespace, body);
+    seed(resource, namespace, body, options) {
+      return store.create(resource, namespace, body, options);
     },
     /**
      * Change the healthy behaviour at run time: token, role, namespace, rulesIncomplete,
