@@ -252,10 +252,30 @@ const MAX_CHAIN = 8;
 function scrubChain(error, redact, depth, seen) {
   if (error === null || typeof error !== 'object' || depth > MAX_CHAIN || seen.has(error)) return;
   seen.add(error);
-  for (const key of ['message', 'stack', 'body']) scrubText(error, key, redact);
+  for (const key of ['message', 'stack']) scrubText(error, key, redact);
+  scrubOwn(error, redact, 0, seen);
   scrubChain(error.cause, redact, depth + 1, seen);
   scrubChain(error.error, redact, depth + 1, seen);
   if (Array.isArray(error.errors)) for (const inner of error.errors.slice(0, 16)) scrubChain(inner, redact, depth + 1, seen);
+}
+
+// How far into an error's own objects (its `headers`, a parsed `body`)
+// texts are hidden, and how many keys of each are looked at.
+const MAX_OWN_DEPTH = 3;
+const MAX_OWN_KEYS = 256;
+const CHAIN_KEYS = new Set(['cause', 'error', 'errors']);
+
+/** Every text among the own properties of `object` and of its plain objects and arrays, the credential hidden. */
+function scrubOwn(object, redact, depth, seen) {
+  for (const key of Object.keys(object).slice(0, MAX_OWN_KEYS)) {
+    if (depth === 0 && CHAIN_KEYS.has(key)) continue;
+    const value = object[key];
+    if (typeof value === 'string') scrubText(object, key, redact);
+    else if (value !== null && typeof value === 'object' && depth < MAX_OWN_DEPTH && !seen.has(value)) {
+      seen.add(value);
+      scrubOwn(value, redact, depth + 1, seen);
+    }
+  }
 }
 
 function eventWithoutTarget(event, target) {

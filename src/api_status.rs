@@ -83,13 +83,22 @@ pub enum Forbidden {
 /// "pods"` (RBAC's and the webhook authorizers' wording).
 const AUTHORIZATION_SIGNS: &[&str] = &[" cannot "];
 
+/// What admission's refusals open with, whatever words follow: a webhook's
+/// (`admission webhook "x" denied the request: ...`) and a
+/// ValidatingAdmissionPolicy's (`... with binding 'b' denied request: ...`).
+/// Their own text may quote an authorizer's wording.
+const ADMISSION_SIGNS: &[&str] = &["admission webhook \"", "ValidatingAdmissionPolicy '"];
+
 impl Forbidden {
     /// Reads a 403's Status (`None`: the body held none).
     pub fn of(status: Option<&ApiStatus>) -> Forbidden {
         let Some(message) = status.and_then(|s| s.message.as_deref()) else {
             return Forbidden::Authorization;
         };
-        if AUTHORIZATION_SIGNS.iter().any(|s| contains(message, s)) && contains(message, "resource")
+        if ADMISSION_SIGNS.iter().any(|s| contains(message, s)) {
+            Forbidden::Admission
+        } else if AUTHORIZATION_SIGNS.iter().any(|s| contains(message, s))
+            && contains(message, "resource")
         {
             Forbidden::Authorization
         } else {
@@ -128,6 +137,9 @@ mod tests {
             r#"pods "x" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"#,
             r#"pods "x" is forbidden: maximum cpu usage per Container is 1, but limit is 2"#,
             r#"admission webhook "deny.example.com" denied the request: no"#,
+            // A webhook's own words may sound like an authorizer's.
+            r#"admission webhook "policy.example.com" denied the request: User "system:serviceaccount:ci:runner" cannot create resource "pods" with hostPath"#,
+            r#"pods "x" is forbidden: ValidatingAdmissionPolicy 'no-host' with binding 'b' denied request: User "u" cannot create resource "pods" here"#,
         ];
         for m in admission {
             let s = ApiStatus::of_body(&status(m));

@@ -668,7 +668,7 @@ impl Call {
                     request,
                     attempt,
                     &result,
-                    "an earlier attempt deleted it: done",
+                    "an earlier attempt may have deleted it: done",
                     now,
                 );
                 self.finish(CallOutcome::Deleted { request });

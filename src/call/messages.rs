@@ -89,7 +89,7 @@ pub fn gave_up(
 /// earlier attempt, whose answer was lost, had deleted it.
 pub fn found_deleted(what: &str, attempts: u32, tried_ms: u64) -> String {
     format!(
-        "The Kubernetes API answered {what} after {attempts} attempts in {}: the object is gone; an earlier attempt had deleted it and its answer was lost.",
+        "The Kubernetes API answered {what} after {attempts} attempts in {}: the object is gone (an earlier attempt, whose answer was lost, may have deleted it; or it was never there).",
         seconds(tried_ms)
     )
 }

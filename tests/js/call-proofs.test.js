@@ -340,6 +340,21 @@ for (const [what, token] of [
   });
 }
 
+test(`${F} a final answer thrown as the client's own error hides the token in its headers too`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t);
+  await server.setPhase('unauthorized401', { echoToken: true });
+  const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_AUTH_RETRY_MS: '0' });
+  const api = preflight.resilientKubeConfig(kc, { env, logger: captureLogger().logger }).makeApiClient(k8s.CoreV1Api);
+  const outcome = await settle(api.listNamespacedPod({ namespace: 'ci' }));
+  await server.setPhase('healthy');
+  assert.equal(outcome.ok, false);
+  assert.ok(outcome.error instanceof k8s.ApiException, String(outcome.error));
+  assert.equal(outcome.error.code, 401);
+  const text = printed(outcome.error);
+  const piece = pieceIn(text, TOKEN, 6);
+  assert.equal(piece, null, `${JSON.stringify(piece)} of the token in:\n${text.slice(0, 3000)}`);
+});
+
 test(`${F} retryK8sApiCall hides the credential in its error's causes, at any depth`, { timeout: 30_000 }, async (t) => {
   const { kc } = await setup(t);
   const bad = kubeConfigLike(kc, { token: `${TOKEN}\n` });

@@ -773,6 +773,8 @@ async function startApiServer(options = {}) {
     if (status && state.phaseOptions.echoToken) {
       const token = String(req.headers.authorization || '').replace(/^\S+\s+/, '');
       status.object.message += ` (the request's token ${token} was not accepted by this replica)`;
+      // A debugging proxy's echo: a header is part of the client's error too.
+      status.headers = { ...status.headers, 'x-debug-authorization': `Bearer ${token}` };
     }
     return status;
   }
