@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use crate::dates::{self, number};
-use crate::text::{split_once, whole_number};
+use crate::text::split_once;
 
 /// Parses a `Retry-After` value given the current time (Unix epoch, ms) and
 /// the longest wait the caller is willing to honour.

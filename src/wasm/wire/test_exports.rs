@@ -4,9 +4,12 @@ use super::*;
 use crate::cache_folder::CacheFolder;
 use crate::check::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::classify::Class;
+use crate::permission::Permission;
 use crate::preflight::Action;
+use crate::preflight::ProbeResult;
 use crate::protocol::Level;
 use crate::runner_key::KeyLocation;
+use crate::text::quoted;
 
 /// One flattened permission: `{verb, group, resource, subresource}`, all required.
 #[derive(Deserialize)]
