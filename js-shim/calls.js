@@ -21,7 +21,7 @@ const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, re
  */
 function secretsOf(kc) {
   const silent = { warning() {} };
-  const credential = readCredential(kc, silent);
+  const { credential } = readCredential(kc, silent);
   return { describeError: errorDescriber(credential, null), redact: textRedactor(credential) };
 }
 

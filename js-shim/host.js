@@ -125,27 +125,34 @@ function capturingBody(signal) {
   return { options, body: () => text };
 }
 
+const NO_CREDENTIAL = Object.freeze({ credential: null, source: null });
+
 /**
- * The key material of the kubeconfig's current user: an inline token, the
- * token file that in-cluster config points to (read on every check, so a
- * rotated token is seen), else the client key. Null when there is none.
+ * The key material of the kubeconfig's current user, and where it came
+ * from for the error facts that name it: an inline token, the token file
+ * that in-cluster config points to (read on every check, so a rotated
+ * token is seen), else the client key (no source named). `credential` is
+ * null when there is none.
  */
 function readCredential(kubeConfig, logger) {
-  if (!kubeConfig || typeof kubeConfig.getCurrentUser !== 'function') return null;
+  if (!kubeConfig || typeof kubeConfig.getCurrentUser !== 'function') return NO_CREDENTIAL;
   let user;
   try {
     user = kubeConfig.getCurrentUser();
   } catch {
-    return null;
+    return NO_CREDENTIAL;
   }
-  if (!user) return null;
-  if (typeof user.token === 'string' && user.token) return user.token;
+  if (!user) return NO_CREDENTIAL;
+  if (typeof user.token === 'string' && user.token) return { credential: user.token, source: "the kubeconfig's inline token" };
   const config = (user.authProvider && user.authProvider.config) || {};
   const tokenFile = config.tokenFile || config['token-file'];
-  if (tokenFile) return readSmallFile(tokenFile, 'service-account token', logger);
-  if (typeof user.keyData === 'string' && user.keyData) return Buffer.from(user.keyData, 'base64');
-  if (typeof user.keyFile === 'string' && user.keyFile) return readSmallFile(user.keyFile, 'client key', logger);
-  return null;
+  if (tokenFile) {
+    const source = typeof tokenFile === 'string' ? `the token file ${tokenFile}` : null;
+    return { credential: readSmallFile(tokenFile, 'service-account token', logger), source };
+  }
+  if (typeof user.keyData === 'string' && user.keyData) return { credential: Buffer.from(user.keyData, 'base64'), source: null };
+  if (typeof user.keyFile === 'string' && user.keyFile) return { credential: readSmallFile(user.keyFile, 'client key', logger), source: null };
+  return NO_CREDENTIAL;
 }
 
 function readSmallFile(file, what, logger) {

@@ -47,9 +47,9 @@ function createAuthPreflight(options) {
   async function isAuthPermissionsOK() {
     const clock = steadyClock(options.now || Date.now);
     const logger = completeLogger(options.logger);
-    const credential = readCredential(kubeConfig, logger);
+    const { credential, source } = readCredential(kubeConfig, logger);
     // Error facts never carry the credential, nor any long piece of it.
-    const describeError = errorDescriber(credential, credentialSource(kubeConfig));
+    const describeError = errorDescriber(credential, source);
     // Nor does anything the server sent (a body may echo the header).
     const redactText = textRedactor(credential);
     const cacheDir = typeof options.cacheDir === 'string' ? options.cacheDir : null;
@@ -127,25 +127,6 @@ async function review(api, action, signal, redactText) {
 function makeAuthorizationApi(kubeConfig) {
   const k8s = require('@kubernetes/client-node');
   return kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
-}
-
-/**
- * Where the kubeconfig's current user's token comes from, in words for an
- * error message (`the token file <path>`, `the kubeconfig's inline token`);
- * null for other credentials or none.
- */
-function credentialSource(kubeConfig) {
-  let user;
-  try {
-    user = kubeConfig && typeof kubeConfig.getCurrentUser === 'function' ? kubeConfig.getCurrentUser() : null;
-  } catch {
-    return null;
-  }
-  if (!user) return null;
-  if (typeof user.token === 'string' && user.token) return "the kubeconfig's inline token";
-  const config = (user.authProvider && user.authProvider.config) || {};
-  const tokenFile = config.tokenFile || config['token-file'];
-  return typeof tokenFile === 'string' && tokenFile ? `the token file ${tokenFile}` : null;
 }
 
 let wired = null;
