@@ -1,7 +1,7 @@
 //! The machine of one call ([`Call`]): its state, `poll`, and the `on_*`
 //! reports.
 
-use crate::retry::{self, SteadyClock, Trouble};
+use crate::retry::{self, Line, SteadyClock, Trouble};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -21,7 +21,6 @@ use crate::config::Settings;
 use crate::millis;
 use crate::protocol::Level;
 use crate::random::RandomSource;
-use crate::schedule::Schedule;
 use crate::text;
 
 /// One Kubernetes API call, retried by the rules of its [`Operation`].
@@ -34,7 +33,9 @@ pub struct Call {
     sent: Option<Ownership>,
     /// How messages name the call.
     what: String,
-    schedule: Schedule,
+    /// The call's attempts: their schedule, start and deadline (no
+    /// attempt starts at or after it).
+    line: Line,
     random: RandomSource,
     request_timeout_ms: u64,
     /// How long an attempt is awaited before it is abandoned.
@@ -50,9 +51,6 @@ pub struct Call {
     fault: messages::Fault,
     max_retry_after: Duration,
     deadline: Duration,
-    started_ms: u64,
-    /// No attempt starts at or after this time.
-    deadline_ms: u64,
     /// Nothing is in flight after this time: the deadline plus one
     /// request timeout.
     end_ms: u64,
@@ -152,7 +150,8 @@ impl Call {
         // (and a read's first copy is awaited as long): what the plain
         // client gets from a slow but healthy apiserver, the call gets too.
         let abandon_after_ms = millis(settings.call_request_timeout).max(request_timeout_ms);
-        let deadline_ms = now_ms.saturating_add(millis(settings.call_deadline));
+        let line = Line::new(backoff, now_ms);
+        let deadline_ms = line.deadline_ms();
         // A set-up that timed out is never sent again, so its wait ends
         // with the call's deadline plus one request timeout.
         let last_wait_ms = match operation {
@@ -164,7 +163,7 @@ impl Call {
             spec,
             sent,
             what,
-            schedule: Schedule::new(backoff),
+            line,
             random: RandomSource::for_seed(settings.seed, 0),
             request_timeout_ms,
             abandon_after_ms,
@@ -174,8 +173,6 @@ impl Call {
             fault: messages::Fault::Unreachable,
             max_retry_after: settings.max_retry_after,
             deadline: settings.call_deadline,
-            started_ms: now_ms,
-            deadline_ms,
             end_ms: deadline_ms.saturating_add(last_wait_ms),
             clock: SteadyClock::starting_at(now_ms),
             state: State::AttemptDue { at_ms: now_ms },
@@ -291,7 +288,7 @@ impl Call {
                 CallAction::Done { outcome }
             }
             State::AttemptDue { at_ms } if at_ms <= now => {
-                if self.attempts > 0 && now >= self.deadline_ms {
+                if self.attempts > 0 && now >= self.line.deadline_ms() {
                     self.give_up(now, None);
                     return self.poll(now);
                 }
@@ -416,7 +413,7 @@ impl Call {
             // Every attempt sent counts, a read's first copy answering last
             // included.
             let attempts = self.attempts.max(number);
-            let line = messages::recovered(&self.what, attempts, now - self.started_ms, last);
+            let line = messages::recovered(&self.what, attempts, self.line.elapsed_ms(now), last);
             self.pending.push(CallAction::Log {
                 level: Level::Info,
                 message: line,
@@ -451,13 +448,16 @@ impl Call {
             return Err(BadReport::WrongReport(request));
         };
         let judgement = match &self.sent {
-            Some(sent) => sent.judge(body, Some(self.started_ms)),
+            Some(sent) => sent.judge(body, Some(self.line.started_ms())),
             None => Judgement::NotOurs("the create's body was not readable".into()),
         };
         match judgement {
             Judgement::Ours => {
-                let line =
-                    messages::found_own_object(&self.what, self.attempts, now - self.started_ms);
+                let line = messages::found_own_object(
+                    &self.what,
+                    self.attempts,
+                    self.line.elapsed_ms(now),
+                );
                 self.pending.push(CallAction::Log {
                     level: Level::Info,
                     message: line,
@@ -657,7 +657,7 @@ impl Call {
                     let line = messages::found_deleted(
                         &self.what,
                         attempt.unwrap_or(self.attempts),
-                        now - self.started_ms,
+                        self.line.elapsed_ms(now),
                     );
                     self.pending.push(CallAction::Log {
                         level: Level::Info,
@@ -700,8 +700,7 @@ impl Call {
     /// The wait before the next request after a retryable failure, or
     /// `None` when the schedule (attempts, deadline) says no more.
     fn next_delay(&mut self, class: &Class, now: u64) -> Option<Duration> {
-        let elapsed = Duration::from_millis(now.saturating_sub(self.started_ms));
-        retry::next_delay(&mut self.schedule, class, elapsed, &mut self.random)
+        self.line.next_delay(class, now, &mut self.random)
     }
 
     /// Whether the answer in `facts` refused the request on purpose, and
@@ -744,7 +743,7 @@ impl Call {
         let last = self.trouble.last_error().unwrap_or("none");
         let message = messages::gave_up(
             &self.what,
-            now - self.started_ms,
+            self.line.elapsed_ms(now),
             self.attempts,
             last,
             note,
@@ -769,7 +768,7 @@ impl Call {
             Some(n) => format!("attempt {n} (request {request})"),
             None => format!("read-back (request {request})"),
         };
-        let left = self.deadline_ms.saturating_sub(now);
+        let left = self.line.left_ms(now);
         let line = messages::attempt_line(&self.what, &which, result, next, left);
         self.pending.push(CallAction::Log {
             level: Level::Debug,

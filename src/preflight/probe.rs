@@ -2,8 +2,6 @@
 //! request in flight (and hedge, [`crate::preflight::hedge`]), timeouts, the retry
 //! quota ([`crate::preflight::retry_quota`]), and the next request to send.
 
-use std::time::Duration;
-
 use super::action::{request_for, Action};
 use super::Preflight;
 use crate::classify::{Class, ErrorFacts};
@@ -11,8 +9,8 @@ use crate::millis;
 use crate::permission::Permission;
 use crate::preflight::hedge::Attempt;
 use crate::preflight::retry_quota::{self, RetryQuota};
-use crate::retry::next_delay;
-use crate::schedule::{Backoff, Schedule};
+use crate::retry::Line;
+use crate::schedule::Backoff;
 
 /// What a probe asks.
 #[derive(Debug, Clone)]
@@ -52,7 +50,8 @@ pub(super) enum State {
 #[derive(Debug, Clone)]
 pub(super) struct ProbeRun {
     pub(super) probe: Probe,
-    pub(super) schedule: Schedule,
+    /// Its attempts: their schedule, the check's start and deadline.
+    pub(super) line: Line,
     pub(super) state: State,
     /// Requests sent for this probe: the last request number given out
     /// (hedges have their own).
@@ -70,7 +69,7 @@ impl ProbeRun {
     pub(super) fn new(probe: Probe, backoff: Backoff, now_ms: u64) -> ProbeRun {
         ProbeRun {
             probe,
-            schedule: Schedule::new(backoff),
+            line: Line::new(backoff, now_ms),
             state: State::Due { at_ms: now_ms },
             attempt: 0,
             tokens_for_next: 0,
@@ -95,9 +94,8 @@ impl Preflight {
             self.probes[probe].state = State::Exhausted;
             return;
         }
-        let elapsed = Duration::from_millis(now - self.started_ms);
         let run = &mut self.probes[probe];
-        match next_delay(&mut run.schedule, class, elapsed, &mut self.random) {
+        match run.line.next_delay(class, now, &mut self.random) {
             Some(delay) => {
                 if let Some(quota) = &mut self.quota {
                     let cost = RetryQuota::cost_of(facts);

@@ -4,7 +4,7 @@
 //! file name a check would use ([`cache_file_name`]); and what makes a
 //! check unable to start ([`SetupError`]).
 
-use crate::retry::{SteadyClock, Trouble};
+use crate::retry::{Line, SteadyClock, Trouble};
 use std::time::Duration;
 
 use thiserror::Error;
@@ -20,7 +20,6 @@ use crate::permission::{self, Permission, PermissionError, PermissionSpec};
 use crate::preflight::retry_quota::RetryQuota;
 use crate::random::RandomSource;
 use crate::runner_key;
-use crate::schedule::Schedule;
 use crate::text::quoted;
 
 /// A check that cannot start.
@@ -260,7 +259,7 @@ impl Preflight {
         self.settings.backoff.deadline = budget;
         self.deadline_ms = self.started_ms.saturating_add(millis(budget));
         for run in &mut self.probes {
-            run.schedule = Schedule::new(self.settings.backoff);
+            run.line = Line::new(self.settings.backoff, self.started_ms);
         }
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! - [`SteadyClock`]: the host's time as the machine sees it, which never
 //!   runs backwards.
-//! - [`next_delay`]: the wait before the next attempt, from the schedule,
-//!   or the server's `Retry-After` when it pushed back.
+//! - [`Line`]: one line of attempts (a review, a call): its schedule, its
+//!   start and deadline, and the wait before the next attempt (the
+//!   server's `Retry-After` when it pushed back).
 //! - [`Trouble`]: what a line of attempts has met so far: whether the
 //!   warning was printed (once), the last error, how many failures were
 //!   retried.
@@ -15,10 +16,10 @@
 //! retry quota per review; a call decides by the kind of its operation.
 
 mod clock;
-mod delay;
+mod line;
 pub mod messages;
 mod trouble;
 
 pub use clock::SteadyClock;
-pub use delay::next_delay;
+pub use line::Line;
 pub use trouble::Trouble;
