@@ -53,24 +53,33 @@ pub struct Settings {
     pub on_inconclusive: OnInconclusive,
     /// The runner key file ([`crate::runner_key`]); `None`: in `$HOME`.
     pub key_file: Option<String>,
-    /// Whether the hooks' other Kubernetes calls are retried by the call
-    /// machine ([`crate::call`]); off: every call passes through unchanged.
-    pub resilient_calls: bool,
-    /// How long one wrapped call ([`crate::call`]) keeps retrying; its last
-    /// attempt may then run for one request timeout more.
-    pub call_deadline: Duration,
+    /// What only the calls read ([`crate::call`]).
+    pub calls: CallSettings,
+}
+
+/// The settings only the hooks' other Kubernetes calls read; the backoff,
+/// jitter, request timeout, `Retry-After` limit and seed are shared with
+/// the check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSettings {
+    /// Whether they are retried by the call machine at all; off: every
+    /// call passes through unchanged.
+    pub resilient: bool,
+    /// How long one wrapped call keeps retrying; its last attempt may then
+    /// run for one request timeout more.
+    pub deadline: Duration,
     /// How long a wrapped call's attempt is awaited before it is
     /// abandoned: past the apiserver's own 60 s request timeout, so that
     /// no answer the apiserver gives is cut off. A read that has had no
     /// answer for `request_timeout` sends a second copy meanwhile.
-    pub call_request_timeout: Duration,
+    pub request_timeout: Duration,
     /// How long a wrapped call retries answers that refuse its credentials
     /// or its permissions (401, an authorization 403), counted from the
     /// first; then the apiserver's answer is final.
-    pub call_auth_retry: Duration,
+    pub auth_retry: Duration,
     /// The most attempts one wrapped call makes, the first included (the
     /// check's `MAX_ATTEMPTS` bounds a review, not a call).
-    pub call_max_attempts: u32,
+    pub max_attempts: u32,
 }
 
 /// What an inconclusive check does when no grace record answers.
@@ -106,11 +115,13 @@ impl Settings {
             seed: None,
             on_inconclusive: OnInconclusive::Fail,
             key_file: None,
-            resilient_calls: true,
-            call_deadline: Duration::from_secs(120),
-            call_request_timeout: Duration::from_secs(65),
-            call_auth_retry: Duration::from_secs(15),
-            call_max_attempts: 100,
+            calls: CallSettings {
+                resilient: true,
+                deadline: Duration::from_secs(120),
+                request_timeout: Duration::from_secs(65),
+                auth_retry: Duration::from_secs(15),
+                max_attempts: 100,
+            },
         }
     }
 }
@@ -323,7 +334,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "on",
         #[cfg(test)]
         meaning: "whether the wrapped clients' calls are retried by the rules of their kind (docs/CALLS.md); off: every call passes through, as if unwrapped",
-        kind: Kind::Switch { set: |s, on| s.resilient_calls = on },
+        kind: Kind::Switch { set: |s, on| s.calls.resilient = on },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS",
@@ -331,7 +342,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "120000",
         #[cfg(test)]
         meaning: "how long one wrapped call (`resilientKubeConfig`, `resilientExec`, `resilientLog`, `retryK8sApiCall`) keeps retrying; the last attempt may run one request timeout past it. A call that starts within this long after another call of the process gave up, with none answered since, tries once",
-        kind: Kind::Millis { min: 1_000, max: H, set: |s, d| s.call_deadline = d },
+        kind: Kind::Millis { min: 1_000, max: H, set: |s, d| s.calls.deadline = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CALL_REQUEST_TIMEOUT_MS",
@@ -339,7 +350,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "65000",
         #[cfg(test)]
         meaning: "how long one attempt of a wrapped call (an exec's TLS handshake too) is awaited before it is abandoned (past the apiserver's own 60 s, so a slow answer is never cut off); a read with no answer after `REQUEST_TIMEOUT_MS` sends other copies meanwhile, each cut at `REQUEST_TIMEOUT_MS` (two out at most), and the first answer wins",
-        kind: Kind::Millis { min: 100, max: 600_000, set: |s, d| s.call_request_timeout = d },
+        kind: Kind::Millis { min: 100, max: 600_000, set: |s, d| s.calls.request_timeout = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CALL_AUTH_RETRY_MS",
@@ -347,7 +358,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "15000",
         #[cfg(test)]
         meaning: "how long a wrapped call retries a 401 or an authorization 403 (an apiserver just back may refuse for a few seconds), counted from the first; then the apiserver's answer is thrown as the plain client throws it. An admission 403 (PodSecurity, a quota, a webhook) is never retried",
-        kind: Kind::Millis { min: 0, max: 300_000, set: |s, d| s.call_auth_retry = d },
+        kind: Kind::Millis { min: 0, max: 300_000, set: |s, d| s.calls.auth_retry = d },
     },
     Variable {
         name: "ACTIONS_RUNNER_PREFLIGHT_CALL_MAX_ATTEMPTS",
@@ -355,7 +366,7 @@ pub const VARIABLES: &[Variable] = &[
         default: "100",
         #[cfg(test)]
         meaning: "attempts per wrapped call, the first included (a read's extra copies count); the call's deadline usually ends it first. `MAX_ATTEMPTS` bounds the check's reviews, not the calls",
-        kind: Kind::Count { min: 1, max: 1000, set: |s, n| s.call_max_attempts = n },
+        kind: Kind::Count { min: 1, max: 1000, set: |s, n| s.calls.max_attempts = n },
     },
 ];
 
@@ -627,8 +638,8 @@ mod tests {
         assert_eq!(s.hedge_after, None);
         assert_eq!(s.retry_quota, None);
         assert_eq!(s.seed, None);
-        assert!(s.resilient_calls);
-        assert_eq!(s.call_deadline, Duration::from_secs(120));
+        assert!(s.calls.resilient);
+        assert_eq!(s.calls.deadline, Duration::from_secs(120));
         // The table's default texts agree with the values.
         let (from_table, errors) = Settings::from_env(
             VARIABLES
@@ -683,8 +694,8 @@ mod tests {
         assert_eq!(s.cache.grace, ms(5000));
         assert_eq!(s.seed, Some(42));
         assert_eq!(s.key_file.as_deref(), Some("/etc/runner/key"));
-        assert!(!s.resilient_calls);
-        assert_eq!(s.call_deadline, ms(30_000));
+        assert!(!s.calls.resilient);
+        assert_eq!(s.calls.deadline, ms(30_000));
     }
 
     /// Each variable, set alone to a valid value that is not its default,
@@ -749,21 +760,21 @@ mod tests {
                 |s| s.key_file = Some("/etc/runner/key".into()),
             ),
             ("ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS", "off", |s| {
-                s.resilient_calls = false
+                s.calls.resilient = false
             }),
             ("ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS", "30000", |s| {
-                s.call_deadline = Duration::from_secs(30)
+                s.calls.deadline = Duration::from_secs(30)
             }),
             (
                 "ACTIONS_RUNNER_PREFLIGHT_CALL_REQUEST_TIMEOUT_MS",
                 "2000",
-                |s| s.call_request_timeout = Duration::from_secs(2),
+                |s| s.calls.request_timeout = Duration::from_secs(2),
             ),
             ("ACTIONS_RUNNER_PREFLIGHT_CALL_AUTH_RETRY_MS", "0", |s| {
-                s.call_auth_retry = Duration::ZERO
+                s.calls.auth_retry = Duration::ZERO
             }),
             ("ACTIONS_RUNNER_PREFLIGHT_CALL_MAX_ATTEMPTS", "7", |s| {
-                s.call_max_attempts = 7
+                s.calls.max_attempts = 7
             }),
         ];
         // One case per row of the table, in its order.

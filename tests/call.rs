@@ -84,7 +84,7 @@ fn a_fatal_answer_to_a_read_is_the_callers_unchanged() {
 #[test]
 fn a_read_gives_up_at_its_deadline_naming_the_call_the_time_and_the_last_error() {
     let mut s = settings();
-    s.call_deadline = Duration::from_secs(20);
+    s.calls.deadline = Duration::from_secs(20);
     let mut c = call(&s, on("readNamespacedPod", "Pod", "runner-1-workflow"));
     let r = run(&mut c, &[code("ECONNREFUSED")]);
     let message = gave_up(&r);
@@ -112,7 +112,7 @@ fn a_read_gives_up_at_its_deadline_naming_the_call_the_time_and_the_last_error()
 #[test]
 fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_one_abandon_time() {
     let mut s = settings();
-    s.call_deadline = Duration::from_secs(30);
+    s.calls.deadline = Duration::from_secs(30);
     let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
     let r = run(&mut c, &[Reply::Hang]);
     let message = gave_up(&r);
@@ -153,7 +153,7 @@ fn retry_after_is_honoured_on_a_read() {
 #[test]
 fn a_retry_after_beyond_the_deadline_gives_up_at_once() {
     let mut s = settings();
-    s.call_deadline = Duration::from_secs(10);
+    s.calls.deadline = Duration::from_secs(10);
     let mut c = call(&s, CallSpec::method("listNamespacedPod"));
     let r = run(&mut c, &[throttled("30"), OK]);
     gave_up(&r);
@@ -671,7 +671,7 @@ fn patch_replace_and_unknown_methods_pass_through_unchanged() {
 #[test]
 fn with_the_switch_off_every_call_passes_through() {
     let mut s = settings();
-    s.resilient_calls = false;
+    s.calls.resilient = false;
     for spec in [
         pod_create(),
         CallSpec::method("listNamespacedPod"),
@@ -708,7 +708,7 @@ fn the_call_deadline_comes_from_its_own_setting() {
         "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS",
         "soon",
     )]);
-    assert_eq!(s.call_deadline, Duration::from_millis(DEADLINE));
+    assert_eq!(s.calls.deadline, Duration::from_millis(DEADLINE));
     assert_eq!(
         errors[0].to_string(),
         "ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS=\"soon\" ignored: not a number; accepted: a whole number of ms from 1000 to 3600000; using the default 120000"
@@ -833,7 +833,7 @@ fn after_a_give_up_the_next_call_tries_once_and_an_answer_ends_the_outage() {
     // A call that fails in a known outage extends it.
     assert!(next.gave_up_on_the_api());
     breaker.learn(&next, now);
-    assert_eq!(breaker.known(s.call_deadline, now), Some(0));
+    assert_eq!(breaker.known(s.calls.deadline, now), Some(0));
 
     // The API answers a call: the outage is over, the next call has its deadline.
     let mut answered = breaker.start(&s, on("listNamespacedPod", "Pod", "p"), now + 1_000);
@@ -890,22 +890,22 @@ fn a_give_up_for_a_reason_of_the_calls_own_is_no_outage() {
     gave_up(&r);
     assert!(!exec.gave_up_on_the_api());
     breaker.learn(&exec, r.done_at);
-    assert_eq!(breaker.known(s.call_deadline, r.done_at), None);
+    assert_eq!(breaker.known(s.calls.deadline, r.done_at), None);
     // The next exec retries through the stall as usual.
     let mut next = breaker.start(&s, on("exec", "Pod", "p"), r.done_at + 1_000);
     let r = run(&mut next, &[code("ECONNREFUSED"), code("ECONNREFUSED"), OK]);
     assert_eq!(r.attempts(), 3);
     // A passed-through call, and a call not over, teach nothing either.
     let mut off = s.clone();
-    off.resilient_calls = false;
+    off.calls.resilient = false;
     let mut gone = Breaker::gave_up_at(T0);
     let mut pass = Call::new(&off, on("readNamespacedPod", "Pod", "p"), T0);
     let _ = run(&mut pass, &[OK]);
     gone.learn(&pass, T0 + 1);
-    assert_eq!(gone.known(s.call_deadline, T0 + 1), Some(1));
+    assert_eq!(gone.known(s.calls.deadline, T0 + 1), Some(1));
     let pending = Call::new(&s, on("readNamespacedPod", "Pod", "p"), T0);
     gone.learn(&pending, T0 + 2);
-    assert_eq!(gone.known(s.call_deadline, T0 + 2), Some(2));
+    assert_eq!(gone.known(s.calls.deadline, T0 + 2), Some(2));
 }
 
 // ---- never worse than the plain call ---------------------------------------
@@ -1033,7 +1033,7 @@ fn a_refused_credential_or_permission_is_retried_within_its_window_then_thrown()
             };
             assert_eq!(request as usize, r.sent.len(), "the last answer is thrown");
             assert!(r.attempts() > 1, "{spec:?}: not retried at all");
-            let window = millis(s.call_auth_retry);
+            let window = millis(s.calls.auth_retry);
             assert!(r.done_at - T0 >= window, "{spec:?}: {}", r.done_at - T0);
             assert!(
                 r.done_at - T0 < window + 8_000 + 1_000,
@@ -1065,7 +1065,7 @@ fn millis(d: Duration) -> u64 {
 #[test]
 fn the_give_up_quotes_the_last_answer_and_says_whose_fault_it_was() {
     let mut s = settings();
-    s.call_deadline = Duration::from_secs(10);
+    s.calls.deadline = Duration::from_secs(10);
     let unavailable = Reply::Fail {
         facts: ErrorFacts {
             status: Some(503),

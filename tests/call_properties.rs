@@ -183,9 +183,9 @@ struct Trace {
 fn drive(w: &World) -> Trace {
     let mut settings = Settings::new();
     settings.seed = Some(w.seed);
-    settings.call_deadline = Duration::from_millis(w.deadline_ms);
+    settings.calls.deadline = Duration::from_millis(w.deadline_ms);
     settings.request_timeout = Duration::from_millis(w.timeout_ms);
-    settings.call_request_timeout = Duration::from_millis(w.timeout_ms * ABANDON_FACTOR);
+    settings.calls.request_timeout = Duration::from_millis(w.timeout_ms * ABANDON_FACTOR);
     let mut call = Call::new(&settings, spec(w.spec), T0);
     let mut now = T0;
     let mut trace = Trace {

@@ -74,7 +74,7 @@ impl Breaker {
     /// The machine of a call of `spec` starting at `now_ms`: the full
     /// deadline, or one attempt and no retry while an outage is known.
     pub fn start(&self, settings: &Settings, spec: CallSpec, now_ms: u64) -> Call {
-        let known = self.known_for(spec.cluster.as_deref(), settings.call_deadline, now_ms);
+        let known = self.known_for(spec.cluster.as_deref(), settings.calls.deadline, now_ms);
         let call = Call::new(settings, spec, now_ms);
         match known {
             Some(ago) => call.in_known_outage(ago),

@@ -118,8 +118,8 @@ enum Sent {
 impl Call {
     /// A call described by `spec`, under `settings` (its backoff, jitter,
     /// request timeout, `Retry-After` limit and seed; the deadline is
-    /// `call_deadline`), starting at `now_ms` (Unix epoch ms). With
-    /// `resilient_calls` off, every call passes through.
+    /// `calls.deadline`), starting at `now_ms` (Unix epoch ms). With
+    /// `calls.resilient` off, every call passes through.
     pub fn new(settings: &Settings, spec: CallSpec, now_ms: u64) -> Call {
         let operation = Operation::of_call(settings, &spec);
         let mut pending = Vec::new();
@@ -141,15 +141,15 @@ impl Call {
             _ => None,
         };
         let what = spec.describe(sent.as_ref());
-        let mut backoff = settings.backoff.with_deadline(settings.call_deadline);
+        let mut backoff = settings.backoff.with_deadline(settings.calls.deadline);
         // A call's own limit, not the check's 20 per review: with 4-8 s
         // between attempts, 20 would end a 120 s deadline early.
-        backoff.max_attempts = settings.call_max_attempts;
+        backoff.max_attempts = settings.calls.max_attempts;
         let request_timeout_ms = millis(settings.request_timeout);
         // A write is never cut before the apiserver's own request timeout
         // (and a read's first copy is awaited as long): what the plain
         // client gets from a slow but healthy apiserver, the call gets too.
-        let abandon_after_ms = millis(settings.call_request_timeout).max(request_timeout_ms);
+        let abandon_after_ms = millis(settings.calls.request_timeout).max(request_timeout_ms);
         let line = Line::new(backoff, now_ms);
         let deadline_ms = line.deadline_ms();
         // A set-up that timed out is never sent again, so its wait ends
@@ -167,12 +167,12 @@ impl Call {
             random: RandomSource::for_seed(settings.seed, 0),
             request_timeout_ms,
             abandon_after_ms,
-            auth_retry_ms: millis(settings.call_auth_retry),
+            auth_retry_ms: millis(settings.calls.auth_retry),
             auth_refused_since: None,
             straggler: None,
             fault: messages::Fault::Unreachable,
             max_retry_after: settings.max_retry_after,
-            deadline: settings.call_deadline,
+            deadline: settings.calls.deadline,
             end_ms: deadline_ms.saturating_add(last_wait_ms),
             clock: SteadyClock::starting_at(now_ms),
             state: State::AttemptDue { at_ms: now_ms },

@@ -89,10 +89,10 @@ impl Operation {
     }
 
     /// The kind a call of `spec` is treated as under `settings`: every
-    /// call passes through with `resilient_calls` off; else the kind the
+    /// call passes through with `calls.resilient` off; else the kind the
     /// host named, else the method's.
     pub fn of_call(settings: &Settings, spec: &CallSpec) -> Operation {
-        if !settings.resilient_calls {
+        if !settings.calls.resilient {
             return Operation::PassThrough;
         }
         spec.operation
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(Operation::of_call(&settings, &spec), Operation::Read);
         let create = CallSpec::method("createNamespacedPod");
         assert_eq!(Operation::of_call(&settings, &create), Operation::Create);
-        settings.resilient_calls = false;
+        settings.calls.resilient = false;
         assert_eq!(Operation::of_call(&settings, &spec), Operation::PassThrough);
         assert_eq!(
             Operation::of_call(&settings, &create),
