@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
@@ -11,7 +12,10 @@ use crate::text::quoted;
 
 /// One row of the hooks' permission table: a resource and the verbs needed
 /// on it. `verb` (one) is accepted as well as `verbs` (many).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// On the wire `{group?, resource?, subresource?, verbs?, verb?}`, read
+/// with each field optional and written with `verb` only when set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PermissionSpec {
     /// API group; the core group is `""`.
     pub group: String,
@@ -22,6 +26,7 @@ pub struct PermissionSpec {
     /// The verbs needed.
     pub verbs: Vec<String>,
     /// A single verb, for callers that list one per row.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub verb: Option<String>,
 }
 
@@ -44,7 +49,7 @@ pub fn runner_hooks_permissions() -> Vec<PermissionSpec> {
 }
 
 /// One verb on one resource: what one SelfSubjectAccessReview asks.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Permission {
     /// The verb, e.g. `create`.
     pub verb: String,

@@ -44,7 +44,8 @@ pub enum BadReport {
 }
 
 /// The level of a line a machine asks the host to print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Level {
     /// Shown when step debug logging is on.
     Debug,

@@ -4,15 +4,24 @@
 use crate::classify::ErrorFacts;
 use crate::protocol::Level;
 
-/// What the host must do next. Poll again after each, but `Done`.
+/// What the host must do next. Poll again after each, but `Done`. On the
+/// wire `{type: 'log', level, message}`, `{type: 'wait', untilMs}`, `{type:
+/// 'done', outcome}`; `Send` and `ReadBack` are written by the boundary, in
+/// the check's `send` shape.
 #[must_use]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum CallAction {
     /// Make the call now (the same method with the same arguments, for a
     /// create the same body), abandon it after `timeout_ms` if one is
     /// given, and report what happened under `request` (`on_success`,
     /// `on_failure`, or for a connection `on_stream_opened`,
     /// `on_setup_failed`). Keep what it returns: the outcome may ask for it.
+    #[serde(skip)]
     Send {
         /// The report number, from 1, counting read-backs too.
         request: u32,
@@ -32,6 +41,7 @@ pub enum CallAction {
     /// the same resource: `method`), abandon it after `timeout_ms`, and
     /// report its body as JSON text with `on_read_back`, or its failure
     /// with `on_failure`, under `request`.
+    #[serde(skip)]
     ReadBack {
         /// The report number.
         request: u32,
@@ -69,8 +79,15 @@ pub enum CallAction {
     },
 }
 
-/// How a call ends, for the host's wrapper.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a call ends, for the host's wrapper: on the wire `{type: 'return'
+/// | 'deleted' | 'throw', request}` or `{type: 'giveUp', message,
+/// lastRequest}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum CallOutcome {
     /// Resolve with what request `request` returned: its value, its open
     /// stream, or for a create the object read back (an earlier attempt

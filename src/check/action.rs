@@ -7,12 +7,19 @@
 
 use crate::preflight::{Outcome, ProbeResult, Request};
 use crate::runner_key::KeyFileReport;
+use serde::Serialize;
 
 pub use crate::protocol::Level;
 
-/// What the caller must do next.
+/// What the caller must do next; on the wire `{type: 'readKeyFile', file,
+/// limit}`, ... (camelCase names and keys).
 #[must_use]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum CheckAction {
     /// Report what is at the runner key file's path ([`Fact::KeyFile`]):
     /// `lstat` (never following a link), then for a regular file at most
@@ -31,6 +38,7 @@ pub enum CheckAction {
         /// The key file's path.
         file: String,
         /// The folder to make first, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
         folder: Option<String>,
         /// The new file's content.
         text: String,

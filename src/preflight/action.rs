@@ -5,6 +5,7 @@ use super::probe::Probe;
 use super::Outcome;
 use crate::permission::Permission;
 use crate::protocol::Level;
+use serde::Serialize;
 
 /// What the caller must do next.
 #[must_use]
@@ -48,8 +49,10 @@ pub enum Action {
     },
 }
 
-/// The request a `Send` asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The request a `Send` asks for; on the wire `{kind: 'accessReview' |
+/// 'rulesReview', body}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "body", rename_all = "camelCase")]
 pub enum Request {
     /// POST this SelfSubjectAccessReview; report `Reviewed`.
     AccessReview(AccessReview),
@@ -58,7 +61,8 @@ pub enum Request {
 }
 
 /// A SelfSubjectRulesReview body, exactly as the API expects it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RulesReview {
     /// `authorization.k8s.io/v1`
     pub api_version: String,
@@ -69,7 +73,7 @@ pub struct RulesReview {
 }
 
 /// The spec of a [`RulesReview`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RulesReviewSpec {
     /// The namespace whose rules are asked for.
     pub namespace: String,
@@ -88,7 +92,8 @@ impl RulesReview {
 }
 
 /// A SelfSubjectAccessReview body, exactly as the API expects it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AccessReview {
     /// `authorization.k8s.io/v1`
     pub api_version: String,
@@ -99,14 +104,15 @@ pub struct AccessReview {
 }
 
 /// The spec of an [`AccessReview`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AccessReviewSpec {
     /// The permission asked about.
     pub resource_attributes: ResourceAttributes,
 }
 
 /// The resource attributes of an [`AccessReview`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResourceAttributes {
     /// Namespace checked.
     pub namespace: String,

@@ -8,9 +8,11 @@ use crate::cache::{self, CacheState};
 use crate::config::OnInconclusive;
 use crate::permission::Permission;
 use crate::text::{quoted, seconds};
+use serde::Serialize;
 
 /// The verdict of a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Every permission is granted (or a usable record says so).
     Allowed,
@@ -23,7 +25,8 @@ pub enum Verdict {
 }
 
 /// Where an `allowed` verdict came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Source {
     /// This check's reviews.
     Reviews,
@@ -34,8 +37,10 @@ pub enum Source {
     GraceCache,
 }
 
-/// The result of a check.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The result of a check; on the wire every key is present (`null` for
+/// none), `hedges` left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Outcome {
     /// The verdict.
     pub verdict: Verdict,
@@ -61,6 +66,7 @@ pub struct Outcome {
     /// Requests started by this check.
     pub requests: u32,
     /// Of those, hedged copies ([`crate::preflight::hedge`]).
+    #[serde(skip)]
     pub hedges: u32,
     /// Permissions the rules review proved (no access review needed).
     pub proven_by_rules: u32,

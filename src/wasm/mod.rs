@@ -107,7 +107,7 @@ impl WasmCheck {
         }
         Ok(steps(
             || self.check.poll(now),
-            |a| write(&wire::CheckActionOut::from(a)),
+            write,
             |a| matches!(a, CheckAction::Wait { .. } | CheckAction::Done { .. }),
         ))
     }
@@ -201,7 +201,7 @@ impl WasmCall {
         }
         Ok(steps(
             || self.call.poll(now),
-            |a| write(&wire::CallActionOut::from(a)),
+            wire::call_action,
             |a| matches!(a, CallAction::Wait { .. } | CallAction::Done { .. }),
         ))
     }
@@ -409,7 +409,5 @@ fn error(code: &str, message: &str) -> JsValue {
 /// hooks need (13 verbs).
 #[wasm_bindgen(js_name = runnerHooksPermissions)]
 pub fn runner_hooks_permissions() -> JsValue {
-    let table = crate::permission::runner_hooks_permissions();
-    let rows: Vec<wire::PermissionSpecOut> = table.iter().map(Into::into).collect();
-    write(&rows)
+    write(&crate::permission::runner_hooks_permissions())
 }

@@ -2,7 +2,7 @@
 //! got, and the actions it asks for.
 
 use super::*;
-use crate::call::{CallAction, CallOutcome, CallResult, CallSpec, Operation};
+use crate::call::{CallAction, CallResult, CallSpec, Operation};
 use crate::text::quoted;
 
 // ---- the call machine ------------------------------------------------------
@@ -113,137 +113,64 @@ pub fn call_facts(v: &JsValue) -> Result<Vec<(u32, CallResult)>, Bad> {
     Ok(facts)
 }
 
-/// One action of a call machine, in the executor's shapes (those of
-/// [`CheckActionOut`]): `send` (`probe` is the request's number, `request`
-/// says what to send, `timeoutMs` null for no timeout of ours), `log`,
-/// `wait` (`untilMs` null: until a request settles) and `done`.
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct CallActionOut<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    probe: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    attempt: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    request: Option<CallRequestOut<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timeout_ms: Option<Option<f64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    connect_timeout_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    level: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    until_ms: Option<Option<f64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<CallOutcomeOut<'a>>,
+/// A call's `send` or read-back, in the check's `send` shape: `probe` is
+/// the request's number, `request` says what to send (`{kind: 'call'}`,
+/// the call itself again, or `{kind: 'readBack', method, name,
+/// namespace}`), `timeoutMs` null for no timeout of ours. The other actions
+/// are written as they are ([`CallAction`]'s own shape).
+pub fn call_action(a: &CallAction) -> JsValue {
+    match a {
+        CallAction::Send {
+            request,
+            attempt,
+            timeout_ms,
+            connect_timeout_ms,
+        } => write(&SendOut {
+            probe: *request,
+            attempt: *attempt,
+            request: CallRequestOut::Call,
+            timeout_ms: *timeout_ms,
+            connect_timeout_ms: *connect_timeout_ms,
+        }),
+        CallAction::ReadBack {
+            request,
+            method,
+            name,
+            namespace,
+            timeout_ms,
+        } => write(&SendOut {
+            probe: *request,
+            attempt: 0,
+            request: CallRequestOut::ReadBack {
+                method,
+                name,
+                namespace: namespace.as_deref(),
+            },
+            timeout_ms: Some(*timeout_ms),
+            connect_timeout_ms: None,
+        }),
+        other => write(other),
+    }
 }
 
-/// `{kind: 'call'}` (the call itself, again) or `{kind: 'readBack',
-/// method, name, namespace}`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "send", rename_all = "camelCase")]
+struct SendOut<'a> {
+    probe: u32,
+    attempt: u32,
+    request: CallRequestOut<'a>,
+    timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connect_timeout_ms: Option<u64>,
+}
+
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
-pub enum CallRequestOut<'a> {
+enum CallRequestOut<'a> {
     Call,
     ReadBack {
         method: &'a str,
         name: &'a str,
         namespace: Option<&'a str>,
     },
-}
-
-/// `{type: 'return' | 'deleted' | 'throw', request}` or `{type: 'giveUp',
-/// message, lastRequest}`.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum CallOutcomeOut<'a> {
-    Return {
-        request: f64,
-    },
-    Deleted {
-        request: f64,
-    },
-    Throw {
-        request: f64,
-    },
-    GiveUp {
-        message: &'a str,
-        #[serde(rename = "lastRequest")]
-        last_request: Option<f64>,
-    },
-}
-
-impl<'a> From<&'a CallAction> for CallActionOut<'a> {
-    fn from(a: &'a CallAction) -> Self {
-        let out = |kind| CallActionOut {
-            kind,
-            ..Default::default()
-        };
-        let log = |level, message: &'a String| CallActionOut {
-            level: Some(level),
-            message: Some(message),
-            ..out("log")
-        };
-        match a {
-            CallAction::Send {
-                request,
-                attempt,
-                timeout_ms,
-                connect_timeout_ms,
-            } => CallActionOut {
-                probe: Some(f64::from(*request)),
-                attempt: Some(f64::from(*attempt)),
-                request: Some(CallRequestOut::Call),
-                timeout_ms: Some(timeout_ms.map(|t| t as f64)),
-                connect_timeout_ms: connect_timeout_ms.map(|t| t as f64),
-                ..out("send")
-            },
-            CallAction::ReadBack {
-                request,
-                method,
-                name,
-                namespace,
-                timeout_ms,
-            } => CallActionOut {
-                probe: Some(f64::from(*request)),
-                attempt: Some(0.0),
-                request: Some(CallRequestOut::ReadBack {
-                    method,
-                    name,
-                    namespace: namespace.as_deref(),
-                }),
-                timeout_ms: Some(Some(*timeout_ms as f64)),
-                ..out("send")
-            },
-            CallAction::Log { level, message } => log(level.name(), message),
-            CallAction::Wait { until_ms } => CallActionOut {
-                until_ms: Some(until_ms.map(|t| t as f64)),
-                ..out("wait")
-            },
-            CallAction::Done { outcome } => CallActionOut {
-                outcome: Some(match outcome {
-                    CallOutcome::Return { request } => CallOutcomeOut::Return {
-                        request: f64::from(*request),
-                    },
-                    CallOutcome::Deleted { request } => CallOutcomeOut::Deleted {
-                        request: f64::from(*request),
-                    },
-                    CallOutcome::Throw { request } => CallOutcomeOut::Throw {
-                        request: f64::from(*request),
-                    },
-                    CallOutcome::GiveUp {
-                        message,
-                        last_request,
-                    } => CallOutcomeOut::GiveUp {
-                        message,
-                        last_request: last_request.map(f64::from),
-                    },
-                }),
-                ..out("done")
-            },
-        }
-    }
 }

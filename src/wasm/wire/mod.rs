@@ -125,26 +125,3 @@ pub fn write<T: Serialize>(value: &T) -> JsValue {
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .unwrap_or(JsValue::NULL)
 }
-
-/// `{group, resource, subresource, verbs}`, plus `verb` when set.
-#[derive(Serialize)]
-pub struct PermissionSpecOut<'a> {
-    group: &'a str,
-    resource: &'a str,
-    subresource: &'a str,
-    verbs: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    verb: Option<&'a str>,
-}
-
-impl<'a> From<&'a PermissionSpec> for PermissionSpecOut<'a> {
-    fn from(p: &'a PermissionSpec) -> Self {
-        PermissionSpecOut {
-            group: &p.group,
-            resource: &p.resource,
-            subresource: &p.subresource,
-            verbs: &p.verbs,
-            verb: p.verb.as_deref(),
-        }
-    }
-}

@@ -5,8 +5,8 @@ use crate::cache_folder::CacheFolder;
 use crate::check::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::classify::Class;
 use crate::permission::Permission;
-use crate::preflight::Action;
 use crate::preflight::ProbeResult;
+use crate::preflight::{Action, Outcome, Request};
 use crate::protocol::Level;
 use crate::runner_key::KeyLocation;
 use crate::text::quoted;
@@ -105,10 +105,10 @@ pub fn lock_attempt(v: &JsValue) -> Result<LockAttempt, Bad> {
 )]
 pub enum ActionOut<'a> {
     Send {
-        probe: f64,
-        attempt: f64,
-        request: RequestOut<'a>,
-        timeout_ms: f64,
+        probe: usize,
+        attempt: u32,
+        request: &'a Request,
+        timeout_ms: u64,
     },
     Warn {
         message: &'a str,
@@ -117,10 +117,10 @@ pub enum ActionOut<'a> {
         message: &'a str,
     },
     Wait {
-        until_ms: f64,
+        until_ms: u64,
     },
     Done {
-        outcome: OutcomeOut<'a>,
+        outcome: &'a Outcome,
     },
 }
 
@@ -133,10 +133,10 @@ impl<'a> From<&'a Action> for ActionOut<'a> {
                 request,
                 timeout_ms,
             } => ActionOut::Send {
-                probe: *probe as f64,
-                attempt: f64::from(*attempt),
-                request: request.into(),
-                timeout_ms: *timeout_ms as f64,
+                probe: *probe,
+                attempt: *attempt,
+                request,
+                timeout_ms: *timeout_ms,
             },
             Action::Log {
                 level: Level::Debug,
@@ -144,11 +144,9 @@ impl<'a> From<&'a Action> for ActionOut<'a> {
             } => ActionOut::Debug { message },
             Action::Log { message, .. } => ActionOut::Warn { message },
             Action::Wait { until_ms } => ActionOut::Wait {
-                until_ms: *until_ms as f64,
+                until_ms: *until_ms,
             },
-            Action::Done { outcome } => ActionOut::Done {
-                outcome: outcome.into(),
-            },
+            Action::Done { outcome } => ActionOut::Done { outcome },
         }
     }
 }
