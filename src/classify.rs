@@ -36,12 +36,15 @@ use crate::text::contains;
 /// What the shim observed about one failed request. Every field is optional
 /// so that a half-filled report (a `throw "string"`, an error with no code)
 /// is still classified.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// On the wire (`js-shim/facts.js`) camelCase keys, each one optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ErrorFacts {
-    /// Every `code` found walking `cause` chains and `AggregateError.errors`.
-    pub codes: Vec<String>,
     /// HTTP status, when a response arrived.
     pub status: Option<u16>,
+    /// Every `code` found walking `cause` chains and `AggregateError.errors`.
+    pub codes: Vec<String>,
     /// The raw `Retry-After` header, when present.
     pub retry_after: Option<String>,
     /// True when the shim aborted the request because its timeout fired.

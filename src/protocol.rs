@@ -1,6 +1,9 @@
 //! What every machine's protocol shares: what it did with a report
 //! ([`Accepted`]) and the level of a line it asks the host to print
-//! ([`Level`]).
+//! ([`Level`]), and the readers of the fields its facts share
+//! ([`Bytes`], [`null_as_default`]).
+
+use serde::de::{Deserialize, Deserializer, Visitor};
 
 /// What a machine did with a report of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,4 +70,38 @@ impl Level {
             Level::Error => "error",
         }
     }
+}
+
+/// A field that may be `null` for its default (a result's `facts`).
+pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// Bytes read as bytes (a `Uint8Array` at the boundary), where serde's own
+/// `Vec<u8>` would read a list of numbers.
+pub struct Bytes(pub Vec<u8>);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        struct Expect;
+        impl Visitor<'_> for Expect {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a Uint8Array")
+            }
+            fn visit_byte_buf<E>(self, bytes: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(bytes))
+            }
+        }
+        d.deserialize_byte_buf(Expect)
+    }
+}
+
+/// A byte field that may be left out or `null` (empty).
+pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    Option::<Bytes>::deserialize(d).map(|b| b.map(|b| b.0).unwrap_or_default())
 }

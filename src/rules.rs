@@ -26,7 +26,8 @@ use crate::permission::Permission;
 use crate::text::split_once;
 
 /// The `status` of a SelfSubjectRulesReview, as the API returns it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct RulesStatus {
     /// Rules on resources.
     pub resource_rules: Vec<ResourceRule>,
@@ -37,7 +38,8 @@ pub struct RulesStatus {
 }
 
 /// One rule on resources.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ResourceRule {
     /// Verbs, or `*`.
     pub verbs: Vec<String>,

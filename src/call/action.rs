@@ -122,8 +122,11 @@ pub enum CallOutcome {
     },
 }
 
-/// What the host saw of one request, for [`Call::on_result`](super::Call::on_result).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the host saw of one request, for [`Call::on_result`](super::Call::on_result);
+/// on the wire `{type: 'succeeded'}`, `{type: 'readBack', body}`, `{type:
+/// 'failed' | 'failedBeforeSending', facts?}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum CallResult {
     /// It succeeded (a connection: its stream opened).
     Succeeded,
@@ -135,6 +138,7 @@ pub enum CallResult {
     /// It failed; what the host saw.
     Failed {
         /// The error facts.
+        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
         facts: ErrorFacts,
     },
     /// It failed before its connection was made (the host saw no TCP, or
@@ -142,6 +146,7 @@ pub enum CallResult {
     /// reached the apiserver.
     FailedBeforeSending {
         /// The error facts.
+        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
         facts: ErrorFacts,
     },
 }

@@ -6,8 +6,9 @@
 use super::spec::CallSpec;
 use crate::config::Settings;
 
-/// The kind of a Kubernetes API call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The kind of a Kubernetes API call; read by its name ([`Operation::of_name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum Operation {
     /// `read*`, `list*`, `get*`, the reviews (`create*Review`, which ask
     /// and store nothing) and the `Log` helper's `log`: retried like the
@@ -219,5 +220,24 @@ mod tests {
                 "{method:?}"
             );
         }
+    }
+}
+
+/// The kinds' names, for the message about one that is not.
+const NAMES: &[&str] = &["read", "create", "delete", "connect", "pass-through"];
+
+impl TryFrom<String> for Operation {
+    type Error = String;
+
+    /// `"x" (expected read, create, delete, connect or pass-through)` for
+    /// a name that is none of them.
+    fn try_from(name: String) -> Result<Operation, String> {
+        Operation::of_name(&name).ok_or_else(|| {
+            format!(
+                "{} (expected {})",
+                crate::text::quoted(&name),
+                crate::bad_input::one_of(NAMES)
+            )
+        })
     }
 }

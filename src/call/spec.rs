@@ -9,29 +9,38 @@ use crate::text::{clip, quoted};
 /// names the object in messages, and for a create `body` (the body sent,
 /// as JSON text) lets a 409 on a retry be read back and judged
 /// ([`Ownership`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// On the wire `{method, namespace?, kind?, name?, body?, operation?,
+/// cluster?}`, `operation` a kind's name (`read`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
 pub struct CallSpec {
     /// The client-node method (`createNamespacedPod`, `exec`, ...).
     pub method: String,
     /// The namespace argument, if the method takes one.
+    #[serde(default)]
     pub namespace: Option<String>,
     /// The object's kind (`Pod`), if the host knows it; for a create, the
     /// body's `kind` when not given.
+    #[serde(default)]
     pub kind: Option<String>,
     /// The object's name (the `name` argument, or the pod an exec runs
     /// in); for a create, the body's `metadata.name` when not given.
+    #[serde(default)]
     pub name: Option<String>,
     /// For a create: the body sent, as JSON text. Without it (or with one
     /// that does not parse) a create counts as naming no object: it is not
     /// sent again once an attempt may have made it, and a 409 is never
     /// read back.
+    #[serde(default)]
     pub body: Option<String>,
     /// The kind of operation, when the host says (a function passed to
     /// `retryK8sApiCall` has no method name); else it is read from
     /// `method` ([`Operation::of_method`]).
+    #[serde(default)]
     pub operation: Option<Operation>,
     /// The cluster the call goes to (its server URL), when the host
     /// knows: what is learned of an outage is learned for it alone.
+    #[serde(default)]
     pub cluster: Option<String>,
 }
 

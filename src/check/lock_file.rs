@@ -21,8 +21,8 @@ pub const MAX_FUTURE_MS: u64 = 120_000;
 /// held by an unknown process (the machine waits a look).
 pub const CREATE_TRIES: u32 = 3;
 
-/// This process, as a lock names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// This process, as a lock names it (`{pid, host}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct ProcessFacts {
     /// The process id.
     pub pid: u32,

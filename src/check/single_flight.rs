@@ -42,8 +42,9 @@ pub const MAX_TAKEOVERS: u32 = 3;
 /// as stale (process exit, writing the record).
 pub const STALE_MARGIN_MS: u64 = 5_000;
 
-/// Who holds a lock, as the shim could tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Who holds a lock, as the shim could tell (`'alive'`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
 pub enum Holder {
     /// A process of this host that is still running.
     Alive,

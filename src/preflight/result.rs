@@ -8,8 +8,10 @@ use crate::review_answer::{self, AccessAnswer, Malformed};
 use crate::rules::RulesStatus;
 use crate::text::{self, quoted};
 
-/// What a request returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a request returned; on the wire `{type: 'accessBody', body}`, ...
+/// (`facts` and `status` may be left out or `null`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum ProbeResult {
     /// The review answered: `status.allowed`. For tests and the fuzzer
     /// only (the shim reports the body, [`ProbeResult::AccessBody`]).
@@ -18,6 +20,7 @@ pub enum ProbeResult {
         /// The API's verdict for this permission.
         allowed: bool,
         /// `status.reason`, if any (kept for the denial message).
+        #[serde(default)]
         reason: Option<String>,
     },
     /// The rules review answered: its `status`. For tests and the fuzzer
@@ -25,6 +28,7 @@ pub enum ProbeResult {
     #[cfg(feature = "test-exports")]
     RulesReviewed {
         /// The review's status.
+        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
         status: RulesStatus,
     },
     /// An access review answered (2xx): its body, as the server sent it.
@@ -43,6 +47,7 @@ pub enum ProbeResult {
     /// The request failed; the facts the shim saw.
     Failed {
         /// Normalized error facts.
+        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
         facts: ErrorFacts,
     },
 }

@@ -23,6 +23,7 @@ use crate::call::{Call, CallAction, CallPolicy};
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 use crate::config::{EnvValue, PREFIX};
 use crate::environment::{Environment, Unreadable};
+use crate::permission::PermissionSpec;
 use crate::preflight::SetupError;
 use crate::protocol::BadReport;
 use de::{js_number, Bad};
@@ -76,10 +77,10 @@ impl WasmCheck {
         process: &JsValue,
         now_ms: f64,
     ) -> Result<WasmCheck, JsValue> {
-        let permissions = read(&permissions, "permissions", wire::permission_specs)?;
+        let permissions: Vec<PermissionSpec> = read(&permissions, "permissions", de::read)?;
         let credential = bytes(credential);
         let cache_dir = cache_dir.as_string();
-        let process = read(process, "process", wire::process_facts)?;
+        let process = read(process, "process", de::read)?;
         let input = CheckInput {
             environment: &settings.environment,
             permissions: &permissions,
@@ -172,7 +173,7 @@ impl WasmCallPolicy {
     /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
     /// namespace?, kind?, name?, body?, operation?, cluster?}`.
     pub fn call(&self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
-        let spec = read(spec, "spec", wire::call_spec)?;
+        let spec = read(spec, "spec", de::read)?;
         Ok(WasmCall {
             call: self.policy.call(spec, time(now_ms)?),
         })

@@ -39,7 +39,7 @@ impl WasmPreflight {
         key_file: &JsValue,
     ) -> Result<WasmPreflight, JsValue> {
         let env = env_pairs(env).unwrap_or_default();
-        let permissions = read(&permissions, "permissions", wire::permission_specs)?;
+        let permissions: Vec<PermissionSpec> = read(&permissions, "permissions", de::read)?;
         let credential = bytes(credential);
         let cached = bytes(cached_record);
         let key_file = if key_file.is_undefined() {
@@ -78,7 +78,7 @@ impl WasmPreflight {
         now_ms: f64,
         result: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let result = read(&result, "result", wire::probe_result)?;
+        let result = read(&result, "result", de::read)?;
         let accepted = self
             .machine
             .on_result(probe as usize, attempt, time(now_ms)?, result)
@@ -119,7 +119,7 @@ pub fn cache_file_name(
     credential: &JsValue,
 ) -> Result<Option<String>, JsValue> {
     let env = env_pairs(env).unwrap_or_default();
-    let permissions = read(&permissions, "permissions", wire::permission_specs)?;
+    let permissions: Vec<PermissionSpec> = read(&permissions, "permissions", de::read)?;
     let credential = bytes(credential);
     preflight::cache_file_name(values(&env), &permissions, namespace, credential.as_deref())
         .map_err(setup_error)
@@ -178,8 +178,9 @@ pub fn runner_key_max_bytes() -> u32 {
 /// verb each, in the order given), whether the rules review status proves it.
 #[wasm_bindgen(js_name = rulesProve)]
 pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsValue> {
-    let status = read(&status, "status", wire::rules_status)?;
-    let permissions = read(&permissions, "permissions", wire::permissions)?;
+    let status = read(&status, "status", de::read)?;
+    let permissions: Vec<crate::permission::Permission> =
+        read(&permissions, "permissions", de::read)?;
     Ok(rules::proven(&status, &permissions)
         .into_iter()
         .map(u8::from)
@@ -189,7 +190,7 @@ pub fn rules_prove(status: JsValue, permissions: JsValue) -> Result<Vec<u8>, JsV
 /// `classify(facts, nowMs, env?)`: the class of one failure.
 #[wasm_bindgen]
 pub fn classify(facts: JsValue, now_ms: f64, env: &JsValue) -> Result<JsValue, JsValue> {
-    let facts = read(&facts, "facts", wire::error_facts)?;
+    let facts = read(&facts, "facts", de::read)?;
     let settings = settings_from(env).0;
     let class = classify_facts(&facts, time(now_ms)?, settings.max_retry_after);
     Ok(write(&wire::ClassOut::from(&class)))

@@ -2,85 +2,16 @@
 //! got, and the actions it asks for.
 
 use super::*;
-use crate::call::{CallAction, CallResult, CallSpec, Operation};
+use crate::call::{CallAction, CallResult};
 use crate::text::quoted;
 
-// ---- the call machine ------------------------------------------------------
-
-/// `{method, namespace?, kind?, name?, body?, operation?, cluster?}`: one Kubernetes
-/// call as the host describes it (see [`CallSpec`]); `body` is the JSON
-/// text of a create's body, `operation` a kind's name (`read`, ...).
+/// `{type: 'response', probe, result}`: what request `probe` got.
 #[derive(Deserialize)]
-pub(super) struct CallSpecIn {
-    method: String,
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    body: Option<String>,
-    #[serde(default)]
-    operation: Option<String>,
-    #[serde(default)]
-    cluster: Option<String>,
-}
-
-/// The kinds' names, for the message about one that is not.
-pub(super) const OPERATIONS: &[&str] = &["read", "create", "delete", "connect", "pass-through"];
-
-/// A call's description (see [`CallSpecIn`]).
-pub fn call_spec(v: &JsValue) -> Result<CallSpec, Bad> {
-    let s: CallSpecIn = read(v)?;
-    let operation = match s.operation {
-        None => None,
-        Some(name) => Some(Operation::of_name(&name).ok_or_else(|| {
-            Bad::new(format!(
-                "{} (expected {})",
-                quoted(&name),
-                crate::bad_input::one_of(OPERATIONS)
-            ))
-            .at("operation")
-        })?),
-    };
-    Ok(CallSpec {
-        method: s.method,
-        namespace: s.namespace,
-        kind: s.kind,
-        name: s.name,
-        body: s.body,
-        operation,
-        cluster: s.cluster,
-    })
-}
-
-/// `{type: 'response', probe, attempt?, result}`: what request `probe`
-/// got; `result` is `{type: 'succeeded'}`, `{type: 'readBack', body}` or
-/// `{type: 'failed', facts?}`.
-#[derive(Deserialize)]
-pub(super) struct CallFactIn {
+struct CallFactIn {
     #[serde(rename = "type")]
     kind: String,
     probe: u32,
-    result: CallResultIn,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) enum CallResultIn {
-    Succeeded,
-    ReadBack {
-        body: String,
-    },
-    Failed {
-        #[serde(default)]
-        facts: Option<ErrorFactsIn>,
-    },
-    FailedBeforeSending {
-        #[serde(default)]
-        facts: Option<ErrorFactsIn>,
-    },
+    result: CallResult,
 }
 
 /// The facts of one step of a call: `(request, result)` pairs.
@@ -98,17 +29,7 @@ pub fn call_facts(v: &JsValue) -> Result<Vec<(u32, CallResult)>, Bad> {
                     .at_index(i),
             );
         }
-        let result = match f.result {
-            CallResultIn::Succeeded => CallResult::Succeeded,
-            CallResultIn::ReadBack { body } => CallResult::ReadBack { body },
-            CallResultIn::Failed { facts } => CallResult::Failed {
-                facts: facts.map(ErrorFacts::from).unwrap_or_default(),
-            },
-            CallResultIn::FailedBeforeSending { facts } => CallResult::FailedBeforeSending {
-                facts: facts.map(ErrorFacts::from).unwrap_or_default(),
-            },
-        };
-        facts.push((f.probe, result));
+        facts.push((f.probe, f.result));
     }
     Ok(facts)
 }

@@ -1,62 +1,19 @@
-//! The check's wire types: the facts its file actions and requests
-//! report, and the actions and outcome it writes.
+//! The check's facts, read: what its file actions and requests report.
+//! Its actions and outcome are written in their own shapes
+//! ([`crate::check::CheckAction`]).
 
 use super::*;
-use crate::check::{Fact, LockCreated, LockSeen, ProcessFacts, RecordRead};
+use crate::check::{Fact, LockCreated, LockSeen, RecordRead};
 use crate::preflight::ProbeResult;
-use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
+use crate::runner_key::{KeyFileFacts, KeyFileReport};
 use crate::text::quoted;
-
-/// A request's result, by its `type`. Only the fields of that type are read.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) enum ResultIn {
-    /// `{type: 'reviewed', allowed, reason?}` (tests only)
-    #[cfg(feature = "test-exports")]
-    Reviewed {
-        allowed: bool,
-        #[serde(default)]
-        reason: Option<String>,
-    },
-    /// `{type: 'rulesReviewed', status?}` (tests only)
-    #[cfg(feature = "test-exports")]
-    RulesReviewed {
-        #[serde(default)]
-        status: Option<RulesStatusIn>,
-    },
-    /// `{type: 'accessBody', body}`
-    AccessBody { body: String },
-    /// `{type: 'rulesBody', body}`
-    RulesBody { body: String },
-    /// `{type: 'failed', facts?}`
-    Failed {
-        #[serde(default)]
-        facts: Option<ErrorFactsIn>,
-    },
-}
-
-pub(super) fn probe_result_from(result: ResultIn) -> ProbeResult {
-    match result {
-        #[cfg(feature = "test-exports")]
-        ResultIn::Reviewed { allowed, reason } => ProbeResult::Reviewed { allowed, reason },
-        #[cfg(feature = "test-exports")]
-        ResultIn::RulesReviewed { status } => ProbeResult::RulesReviewed {
-            status: status.map(RulesStatus::from).unwrap_or_default(),
-        },
-        ResultIn::AccessBody { body } => ProbeResult::AccessBody { body },
-        ResultIn::RulesBody { body } => ProbeResult::RulesBody { body },
-        ResultIn::Failed { facts } => ProbeResult::Failed {
-            facts: facts.map(ErrorFacts::from).unwrap_or_default(),
-        },
-    }
-}
 
 /// The fields every key file report has, read first.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct KeyFileHeadIn {
+struct KeyFileHeadIn {
     // Read for its message only (`type: missing`); the variant is read
-    // from it by [`KeyFileIn`].
+    // from it as [`KeyFileFacts`].
     #[serde(rename = "type")]
     _kind: String,
     #[serde(default)]
@@ -65,103 +22,18 @@ pub(super) struct KeyFileHeadIn {
     create_error: Option<String>,
 }
 
-/// What is at the key file's path, by the report's `type`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) enum KeyFileIn {
-    Missing,
-    /// Nothing looked at, for want of a path: read as missing.
-    None,
-    Failed {
-        #[serde(default)]
-        code: String,
-    },
-    Found {
-        kind: FileKindIn,
-        #[serde(default)]
-        mode: u32,
-        uid: u32,
-        #[serde(default)]
-        bytes: Option<Bytes>,
-    },
-}
-
-#[derive(Deserialize)]
-#[serde(variant_identifier, rename_all = "camelCase")]
-pub(super) enum FileKindIn {
-    File,
-    Symlink,
-    Directory,
-    Other,
-}
-
-/// The bytes of a Uint8Array.
-pub(super) struct Bytes(Vec<u8>);
-
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
-        struct Expect;
-        impl Visitor<'_> for Expect {
-            type Value = Bytes;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a Uint8Array")
-            }
-            fn visit_byte_buf<E>(self, bytes: Vec<u8>) -> Result<Bytes, E> {
-                Ok(Bytes(bytes))
-            }
-        }
-        d.deserialize_byte_buf(Expect)
-    }
-}
-
-/// The shim's report on the runner key file: `{type: 'missing' | 'none'}`,
-/// `{type: 'failed', code}`, or `{type: 'found', kind: 'file' | 'symlink' |
-/// 'directory' | 'other', mode, uid, bytes (a Uint8Array)}`; each with
+/// The shim's report on the runner key file ([`KeyFileFacts`]), each with
 /// `processUid` (a number or null) and `createError` (a code or null).
 pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
     let head: KeyFileHeadIn = read(v)?;
-    let facts = match read::<KeyFileIn>(v)? {
-        KeyFileIn::Missing | KeyFileIn::None => KeyFileFacts::Missing,
-        KeyFileIn::Failed { code } => KeyFileFacts::failed(code),
-        KeyFileIn::Found {
-            kind,
-            mode,
-            uid,
-            bytes,
-        } => KeyFileFacts::Found {
-            kind: match kind {
-                FileKindIn::File => FileKind::File,
-                FileKindIn::Symlink => FileKind::Symlink,
-                FileKindIn::Directory => FileKind::Directory,
-                FileKindIn::Other => FileKind::Other,
-            },
-            mode,
-            owner: uid,
-            bytes: bytes.map(|b| b.0).unwrap_or_default(),
-        },
+    let facts = match read(v)? {
+        KeyFileFacts::Failed { code } => KeyFileFacts::failed(code),
+        facts => facts,
     };
     Ok(KeyFileReport {
         facts,
         process_uid: head.process_uid,
         create_error: head.create_error,
-    })
-}
-
-// ---- the check machine -----------------------------------------------------
-
-/// `{pid, host}`: this process, as its lock names it.
-#[derive(Deserialize)]
-pub(super) struct ProcessIn {
-    pid: u32,
-    host: String,
-}
-
-/// This process (see [`ProcessIn`]).
-pub fn process_facts(v: &JsValue) -> Result<ProcessFacts, Bad> {
-    let p: ProcessIn = read(v)?;
-    Ok(ProcessFacts {
-        pid: p.pid,
-        host: p.host,
     })
 }
 
@@ -171,7 +43,7 @@ pub fn process_facts(v: &JsValue) -> Result<ProcessFacts, Bad> {
 /// reader instead of fourteen. `code` null: the action worked.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct FactIn {
+struct FactIn {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
@@ -191,11 +63,11 @@ pub(super) struct FactIn {
     #[serde(default)]
     attempt: Option<u32>,
     #[serde(default)]
-    result: Option<ResultIn>,
+    result: Option<ProbeResult>,
 }
 
 /// The fact types, for the message about one that is not.
-pub(super) const FACT_TYPES: &[&str] = &[
+const FACT_TYPES: &[&str] = &[
     "keyFile",
     "recordBytes",
     "recordOpenFailed",
@@ -214,13 +86,13 @@ pub(super) const FACT_TYPES: &[&str] = &[
 ];
 
 /// `field`, or that it is missing.
-pub(super) fn needed<T>(field: Option<T>, name: &str) -> Result<T, Bad> {
+fn needed<T>(field: Option<T>, name: &str) -> Result<T, Bad> {
     field.ok_or_else(|| Bad::new("missing".into()).at(name))
 }
 
 /// A file time in epoch ms (`stat.mtimeMs`: fractional, and before 1970 for
 /// a file whose time was set so): whole ms, at least 0; `NaN` is 0.
-pub(super) fn file_time(ms: f64) -> u64 {
+fn file_time(ms: f64) -> u64 {
     // `as` saturates, and maps NaN to 0.
     ms.max(0.0) as u64
 }
@@ -237,7 +109,7 @@ pub fn facts(v: &JsValue) -> Result<Vec<Fact>, Bad> {
     Ok(facts)
 }
 
-pub(super) fn fact(v: &JsValue) -> Result<Fact, Bad> {
+fn fact(v: &JsValue) -> Result<Fact, Bad> {
     let tag: TagIn = read(v)?;
     if tag.kind == "keyFile" {
         let report = js_sys::Reflect::get(v, &JsValue::from_str("report"))
@@ -275,7 +147,7 @@ pub(super) fn fact(v: &JsValue) -> Result<Fact, Bad> {
         "response" => Fact::Response {
             probe: needed(f.probe, "probe")? as usize,
             attempt: needed(f.attempt, "attempt")?,
-            result: probe_result_from(needed(f.result, "result")?),
+            result: needed(f.result, "result")?,
         },
         other => {
             return Err(Bad::new(format!(

@@ -19,15 +19,11 @@
 //! read and write stays here (the permission table, error facts, `write`);
 //! what only tests use is in `test_exports.rs`.
 
-use serde::de::Visitor;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::de::{read, Bad};
-use crate::classify::ErrorFacts;
-use crate::permission::PermissionSpec;
-#[cfg(feature = "test-exports")]
-use crate::rules::{ResourceRule, RulesStatus};
+use crate::protocol::Bytes;
 
 mod call;
 mod check;
@@ -38,79 +34,8 @@ pub use check::*;
 #[cfg(feature = "test-exports")]
 pub use test_exports::*;
 
-// ---- reading ---------------------------------------------------------------
-
-/// A row of the permission table: `{group?, resource?, subresource?, verbs?, verb?}`.
-#[derive(Deserialize)]
-struct PermissionSpecIn {
-    #[serde(default)]
-    group: String,
-    #[serde(default)]
-    resource: String,
-    #[serde(default)]
-    subresource: String,
-    #[serde(default)]
-    verbs: Vec<String>,
-    #[serde(default)]
-    verb: Option<String>,
-}
-
-/// The permission table: an array of rows.
-pub fn permission_specs(v: &JsValue) -> Result<Vec<PermissionSpec>, Bad> {
-    let rows: Vec<PermissionSpecIn> = read(v)?;
-    Ok(rows
-        .into_iter()
-        .map(|r| PermissionSpec {
-            group: r.group,
-            resource: r.resource,
-            subresource: r.subresource,
-            verbs: r.verbs,
-            verb: r.verb,
-        })
-        .collect())
-}
-
-/// What the shim saw about a failure (see `js-shim/facts.js`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ErrorFactsIn {
-    #[serde(default)]
-    status: Option<u16>,
-    #[serde(default)]
-    codes: Vec<String>,
-    #[serde(default)]
-    retry_after: Option<String>,
-    #[serde(default)]
-    timed_out: bool,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    credential_source: Option<String>,
-    #[serde(default)]
-    body: Option<String>,
-}
-
-impl From<ErrorFactsIn> for ErrorFacts {
-    fn from(f: ErrorFactsIn) -> ErrorFacts {
-        ErrorFacts {
-            codes: f.codes,
-            status: f.status,
-            retry_after: f.retry_after,
-            timed_out: f.timed_out,
-            name: f.name,
-            message: f.message,
-            credential_source: f.credential_source,
-            body: f.body,
-        }
-    }
-}
-
-// ---- writing ---------------------------------------------------------------
-
-/// The `type` of a lock attempt, read before the rest (its unknown-type
-/// message predates the wire enums).
+/// The `type` of a tagged input, read before the rest when its variants
+/// are not one serde enum.
 #[derive(Deserialize)]
 struct TagIn {
     #[serde(rename = "type")]
@@ -119,8 +44,8 @@ struct TagIn {
 
 /// A fresh plain JS value for `value`.
 pub fn write<T: Serialize>(value: &T) -> JsValue {
-    // Every wire type below is plain strings, booleans, numbers as `f64`,
-    // options and lists: serializing cannot fail.
+    // Every type written is plain strings, booleans, numbers (times below
+    // 2^53), options and lists: serializing cannot fail.
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .unwrap_or(JsValue::NULL)

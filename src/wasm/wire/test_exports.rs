@@ -4,65 +4,16 @@ use super::*;
 use crate::cache_folder::CacheFolder;
 use crate::check::single_flight::{FlightAction, Holder, LockAttempt};
 use crate::classify::Class;
-use crate::permission::Permission;
-use crate::preflight::ProbeResult;
 use crate::preflight::{Action, Outcome, Request};
 use crate::protocol::Level;
 use crate::runner_key::KeyLocation;
 use crate::text::quoted;
 
-/// One flattened permission: `{verb, group, resource, subresource}`, all required.
-#[derive(Deserialize)]
-struct PermissionIn {
-    verb: String,
-    group: String,
-    resource: String,
-    subresource: String,
-}
-
-/// Flattened permissions: an array of them.
-pub fn permissions(v: &JsValue) -> Result<Vec<Permission>, Bad> {
-    let list: Vec<PermissionIn> = read(v)?;
-    Ok(list
-        .into_iter()
-        .map(|p| Permission {
-            verb: p.verb,
-            group: p.group,
-            resource: p.resource,
-            subresource: p.subresource,
-        })
-        .collect())
-}
-
-/// A failure's facts, alone (`classify`).
-pub fn error_facts(v: &JsValue) -> Result<ErrorFacts, Bad> {
-    read::<ErrorFactsIn>(v).map(ErrorFacts::from)
-}
-
-/// A rules review's status, alone (`rulesProve`).
-pub fn rules_status(v: &JsValue) -> Result<RulesStatus, Bad> {
-    read::<RulesStatusIn>(v).map(RulesStatus::from)
-}
-
-/// A request's result (see [`ResultIn`]).
-pub fn probe_result(v: &JsValue) -> Result<ProbeResult, Bad> {
-    Ok(probe_result_from(read::<ResultIn>(v)?))
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct HeldIn {
     age_ms: f64,
-    holder: HolderIn,
-}
-
-#[derive(Deserialize)]
-#[serde(variant_identifier, rename_all = "camelCase")]
-enum HolderIn {
-    Alive,
-    Dead,
-    Unknown,
-    Invalid,
+    holder: Holder,
 }
 
 /// `{type: 'acquired'}`, `{type: 'unavailable'}`, or `{type: 'held', ageMs,
@@ -78,12 +29,7 @@ pub fn lock_attempt(v: &JsValue) -> Result<LockAttempt, Bad> {
             Ok(LockAttempt::Held {
                 // `as` saturates: a huge age is just very old.
                 age_ms: held.age_ms.max(0.0) as u64,
-                holder: match held.holder {
-                    HolderIn::Alive => Holder::Alive,
-                    HolderIn::Dead => Holder::Dead,
-                    HolderIn::Unknown => Holder::Unknown,
-                    HolderIn::Invalid => Holder::Invalid,
-                },
+                holder: held.holder,
             })
         }
         other => Err(Bad::new(format!(
@@ -269,50 +215,6 @@ impl<'a> From<&'a FlightAction> for FlightActionOut<'a> {
                 budget_ms: *budget_ms as f64,
                 warning: warning.as_deref(),
             },
-        }
-    }
-}
-
-/// The `status` of a SelfSubjectRulesReview.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct RulesStatusIn {
-    #[serde(default)]
-    resource_rules: Vec<ResourceRuleIn>,
-    #[serde(default)]
-    incomplete: bool,
-    #[serde(default)]
-    evaluation_error: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ResourceRuleIn {
-    #[serde(default)]
-    verbs: Vec<String>,
-    #[serde(default)]
-    api_groups: Vec<String>,
-    #[serde(default)]
-    resources: Vec<String>,
-    #[serde(default)]
-    resource_names: Vec<String>,
-}
-
-impl From<RulesStatusIn> for RulesStatus {
-    fn from(s: RulesStatusIn) -> RulesStatus {
-        RulesStatus {
-            resource_rules: s
-                .resource_rules
-                .into_iter()
-                .map(|r| ResourceRule {
-                    verbs: r.verbs,
-                    api_groups: r.api_groups,
-                    resources: r.resources,
-                    resource_names: r.resource_names,
-                })
-                .collect(),
-            incomplete: s.incomplete,
-            evaluation_error: s.evaluation_error,
         }
     }
 }
