@@ -47,18 +47,24 @@ fn expected(what: &str, v: &JsValue) -> Bad {
 /// What a value is, for messages: `a string`, `null`, `an array`, ...
 /// (JS's `typeof`, with `null` and arrays told apart).
 fn kind_of(v: &JsValue) -> String {
-    if v.is_null() {
-        return "null".into();
+    match js_type(v) {
+        _ if v.is_null() => "null".into(),
+        _ if v.is_undefined() => "undefined".into(),
+        t @ ("array" | "object") => format!("an {t}"),
+        t => format!("a {t}"),
     }
+}
+
+/// JS's `typeof` of a value that is not `undefined`, with arrays told apart
+/// from other objects.
+pub fn js_type(v: &JsValue) -> &'static str {
+    #[rustfmt::skip]
+    const TYPES: [&str; 6] = ["string", "number", "boolean", "bigint", "symbol", "function"];
     if Array::is_array(v) {
-        return "an array".into();
+        return "array";
     }
-    let name = v.js_typeof().as_string().unwrap_or_default();
-    match name.as_str() {
-        "undefined" => name,
-        "object" => "an object".into(),
-        _ => format!("a {name}"),
-    }
+    let name = v.js_typeof();
+    TYPES.into_iter().find(|t| name == *t).unwrap_or("object")
 }
 
 /// JS's own spelling of a number (`NaN`, `-1`, `403.5`): Rust's float

@@ -19,6 +19,7 @@ mod wire;
 use js_sys::{Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
+use crate::cache_folder::RUNNER_TEMP;
 use crate::call::{Call, CallAction, CallPolicy};
 use crate::check::{Check, CheckAction, CheckInput, FactError};
 use crate::config::{EnvValue, PREFIX};
@@ -26,7 +27,7 @@ use crate::environment::{Environment, Unreadable};
 use crate::permission::PermissionSpec;
 use crate::preflight::SetupError;
 use crate::protocol::BadReport;
-use de::{js_number, Bad};
+use de::{js_number, js_type, Bad};
 use wire::write;
 
 #[cfg(feature = "test-exports")]
@@ -232,17 +233,22 @@ fn fact_error(e: FactError) -> JsValue {
     }
 }
 
-/// The `ACTIONS_RUNNER_PREFLIGHT_*` entries and `HOME` (where the runner key
-/// file is) of an object (`process.env`, or the `env` option), as text: strings as they are, numbers and booleans
-/// as JS writes them (`3000`, `false`), `null` and `undefined` as unset;
-/// for anything else its type, which the settings report. Anything that is
-/// not an object is empty.
+/// An env value as the settings read it: text, or the type of a value that
+/// is not text.
+type EnvText = Result<String, &'static str>;
+
+/// The `ACTIONS_RUNNER_PREFLIGHT_*` entries, `HOME` (where the runner key
+/// file is) and `RUNNER_TEMP` of an object (`process.env`, or the `env`
+/// option), as text: strings as they are, numbers, bigints and booleans as
+/// JS writes them (`3000`, `false`), `null` and `undefined` as unset; for
+/// anything else its type, which the settings report. `null` and
+/// `undefined` are empty.
 fn env_pairs(env: &JsValue) -> Result<Vec<(String, EnvText)>, Unreadable> {
     if env.is_null() || env.is_undefined() {
         return Ok(Vec::new());
     }
     if !env.is_object() {
-        return Err(Unreadable::NotAnObject(js_typeof(env)));
+        return Err(Unreadable::NotAnObject(js_type(env)));
     }
     // A getter or a Proxy trap may throw (a revoked Proxy does at any
     // touch): caught here, it is a fact.
@@ -255,30 +261,36 @@ fn env_pairs(env: &JsValue) -> Result<Vec<(String, EnvText)>, Unreadable> {
         let Some(key) = Reflect::get_u32(&entry, 0).ok().and_then(|k| k.as_string()) else {
             continue;
         };
-        if !key.starts_with(PREFIX) && key != "HOME" && key != crate::cache_folder::RUNNER_TEMP {
+        let value = Reflect::get_u32(&entry, 1).unwrap_or(JsValue::UNDEFINED);
+        if !(key.starts_with(PREFIX) || key == "HOME" || key == RUNNER_TEMP)
+            || value.is_null()
+            || value.is_undefined()
+        {
             continue;
         }
-        let value = Reflect::get_u32(&entry, 1).unwrap_or(JsValue::UNDEFINED);
-        let text = if let Some(s) = value.as_string() {
-            EnvText::Text(s)
-        } else if let Some(b) = value.as_bool() {
-            EnvText::Text(if b { "true" } else { "false" }.into())
-        } else if let Some(n) = value.as_f64() {
-            EnvText::Text(js_number(n))
-        } else if value.is_bigint() {
-            EnvText::Text(String::from(
-                js_sys::BigInt::unchecked_from_js(value)
-                    .to_string(10)
-                    .unwrap_or_default(),
+        let text = if let Some(b) = value.as_bool() {
+            Ok(b.to_string())
+        } else if value.is_string() || value.is_bigint() || value.as_f64().is_some() {
+            // `String(value)`: a number as JS spells it (`NaN`, `1e21`).
+            Ok(String::from(
+                value.unchecked_ref::<js_sys::Object>().to_string(),
             ))
-        } else if value.is_null() || value.is_undefined() {
-            continue;
         } else {
-            EnvText::NotText(js_type(&value))
+            Err(js_type(&value))
         };
         pairs.push((key, text));
     }
     Ok(pairs)
+}
+
+/// [`env_pairs`] as the core reads them.
+fn values(env: &[(String, EnvText)]) -> Vec<(&str, EnvValue<'_>)> {
+    env.iter()
+        .map(|(k, v)| match v {
+            Ok(text) => (k.as_str(), EnvValue::Text(text)),
+            Err(kind) => (k.as_str(), EnvValue::NotText(kind)),
+        })
+        .collect()
 }
 
 #[wasm_bindgen]
@@ -288,69 +300,14 @@ extern "C" {
     fn object_entries(value: &JsValue) -> Result<js_sys::Array, JsValue>;
 }
 
-/// JavaScript's `typeof` of a value that is not an object.
-fn js_typeof(value: &JsValue) -> &'static str {
-    if value.is_string() {
-        "string"
-    } else if value.as_bool().is_some() {
-        "boolean"
-    } else if value.as_f64().is_some() {
-        "number"
-    } else if value.is_bigint() {
-        "bigint"
-    } else {
-        js_type(value)
-    }
-}
-
 /// The message of a thrown value, as text, whatever was thrown.
 fn thrown_message(thrown: &JsValue) -> String {
     // `Reflect.get` is caught: the thrown value may be a Proxy too.
-    let message = || {
-        thrown
-            .is_object()
-            .then(|| Reflect::get(thrown, &JsValue::from_str("message")).ok())
-            .flatten()
-            .and_then(|m| m.as_string())
-    };
+    let message = || Reflect::get(thrown, &"message".into()).ok()?.as_string();
     thrown
         .as_string()
-        .or_else(message)
-        .unwrap_or_else(|| format!("a thrown {}", js_typeof(thrown)))
-}
-
-/// [`env_pairs`] as the core reads them.
-fn values(env: &[(String, EnvText)]) -> Vec<(&str, EnvValue<'_>)> {
-    env.iter().map(|(k, v)| (k.as_str(), v.value())).collect()
-}
-
-/// An env value after [`env_pairs`]: owned text, or the type of a value
-/// that is not text.
-enum EnvText {
-    Text(String),
-    NotText(&'static str),
-}
-
-impl EnvText {
-    fn value(&self) -> EnvValue<'_> {
-        match self {
-            EnvText::Text(text) => EnvValue::Text(text),
-            EnvText::NotText(kind) => EnvValue::NotText(kind),
-        }
-    }
-}
-
-/// `typeof`, with arrays told apart from other objects.
-fn js_type(value: &JsValue) -> &'static str {
-    if js_sys::Array::is_array(value) {
-        "array"
-    } else if value.is_function() {
-        "function"
-    } else if value.is_symbol() {
-        "symbol"
-    } else {
-        "object"
-    }
+        .or_else(|| thrown.is_object().then(message).flatten())
+        .unwrap_or_else(|| format!("a thrown {}", js_type(thrown)))
 }
 
 /// A string or Uint8Array as bytes; anything else is "none".

@@ -150,7 +150,7 @@ pub fn runner_key_file(env: &JsValue) -> JsValue {
     let env = env_pairs(env).unwrap_or_default();
     let settings = Settings::from_env_values(&values(&env)).0;
     let home = env.iter().find_map(|(k, v)| match v {
-        EnvText::Text(home) if k == "HOME" => Some(home.as_str()),
+        Ok(home) if k == "HOME" => Some(home.as_str()),
         _ => None,
     });
     let at = runner_key::location(settings.key_file.as_deref(), home)
