@@ -105,20 +105,9 @@ impl In {
 impl<'de> de::Deserializer<'de> for In {
     type Error = Bad;
 
-    /// By the value's own type (for serde's own helpers; no wire type asks
-    /// for "anything").
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
-        if let Some(s) = self.0.as_string() {
-            visitor.visit_string(s)
-        } else if let Some(b) = self.0.as_bool() {
-            visitor.visit_bool(b)
-        } else if let Some(n) = self.0.as_f64() {
-            visitor.visit_f64(n)
-        } else if self.0.is_null() || self.0.is_undefined() {
-            visitor.visit_unit()
-        } else {
-            Err(Bad::new(format!("unexpected {}", kind_of(&self.0))))
-        }
+    /// No wire type asks for "anything": every field says what it wants.
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Bad> {
+        Err(Bad::new(format!("unexpected {}", kind_of(&self.0))))
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
@@ -140,10 +129,7 @@ impl<'de> de::Deserializer<'de> for In {
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.as_f64() {
             Some(n) if n.is_finite() => visitor.visit_f64(n),
-            Some(n) => Err(Bad::new(format!(
-                "expected a finite number of ms, got {}",
-                js_number(n)
-            ))),
+            Some(n) => Err(Bad::expected("a finite number of ms", &js_number(n))),
             None => Err(expected("a finite number of ms", &self.0)),
         }
     }
@@ -187,7 +173,7 @@ impl<'de> de::Deserializer<'de> for In {
                 "has {} items; at most {MAX_ITEMS} are read",
                 array.length()
             ))),
-            Ok(array) => visitor.visit_seq(Items { array, next: 0 }),
+            Ok(array) => visitor.visit_seq(Items(array, 0)),
             Err(v) => Err(expected("an array", &v)),
         }
     }
@@ -198,10 +184,9 @@ impl<'de> de::Deserializer<'de> for In {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Bad> {
-        if self.0.is_object() {
-            visitor.visit_map(Fields::new(self.0, fields))
-        } else {
-            Err(expected("an object", &self.0))
+        match self.0.is_object() {
+            true => visitor.visit_map(Fields::new(self.0, fields)),
+            false => Err(expected("an object", &self.0)),
         }
     }
 
@@ -217,17 +202,12 @@ impl<'de> de::Deserializer<'de> for In {
             return Err(expected("an object", &self.0));
         }
         let tag = field(&self.0, "type")?;
-        if tag.is_undefined() {
-            return Err(Bad::new("missing".into()).at("type"));
-        }
-        let name = tag
-            .as_string()
-            .ok_or_else(|| expected("a string", &tag).at("type"))?;
-        visitor.visit_enum(Variant {
-            name,
-            object: self.0,
-            variants,
-        })
+        let name = match tag.as_string() {
+            Some(name) => name,
+            None if tag.is_undefined() => return Err(Bad::new("missing".into()).at("type")),
+            None => return Err(expected("a string", &tag).at("type")),
+        };
+        visitor.visit_enum(Variant(name, self.0, variants))
     }
 
     /// A string naming a unit variant of a `#[serde(variant_identifier)]`
@@ -257,11 +237,9 @@ fn field(object: &JsValue, key: &str) -> Result<JsValue, Bad> {
 /// limit, 100, is checked once it is read).
 pub const MAX_ITEMS: u32 = 100_000;
 
-/// The items of a JS array, in order; a bad one is named by its index.
-struct Items {
-    array: Array,
-    next: u32,
-}
+/// The items of a JS array, and the next one's index; a bad one is named by
+/// its index.
+struct Items(Array, u32);
 
 impl<'de> SeqAccess<'de> for Items {
     type Error = Bad;
@@ -270,64 +248,50 @@ impl<'de> SeqAccess<'de> for Items {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, Bad> {
-        if self.next >= self.array.length() {
+        let i = self.1;
+        if i >= self.0.length() {
             return Ok(None);
         }
-        let i = self.next;
-        self.next += 1;
-        seed.deserialize(In(self.array.get(i)))
-            .map(Some)
-            .map_err(|e| e.at_index(i as usize))
+        self.1 += 1;
+        let item = seed.deserialize(In(self.0.get(i)));
+        item.map(Some).map_err(|e| e.at_index(i as usize))
     }
 
     fn size_hint(&self) -> Option<usize> {
-        Some((self.array.length() - self.next) as usize)
+        Some((self.0.length() - self.1) as usize)
     }
 }
 
-/// The fields of a JS object that a wire struct names, in its order; a bad
-/// one is named by its key.
+/// The fields of a JS object that a wire struct names, in its order, and
+/// the one read last; a bad one is named by its key.
 struct Fields {
     object: JsValue,
-    names: &'static [&'static str],
-    next: usize,
-    value: JsValue,
+    names: std::slice::Iter<'static, &'static str>,
+    value: (&'static str, JsValue),
 }
 
 impl Fields {
     fn new(object: JsValue, names: &'static [&'static str]) -> Fields {
+        let value = ("", JsValue::UNDEFINED);
         Fields {
             object,
-            names,
-            next: 0,
-            value: JsValue::UNDEFINED,
+            names: names.iter(),
+            value,
         }
     }
-}
 
-impl Fields {
     /// The next field that is there (not missing, not `undefined`): its
     /// name, with its value kept for [`MapAccess::next_value_seed`]. Not
     /// generic, so one copy serves every wire struct.
     fn advance(&mut self) -> Result<Option<&'static str>, Bad> {
-        while let Some(&name) = self.names.get(self.next) {
-            self.next += 1;
+        for &name in self.names.by_ref() {
             let value = field(&self.object, name)?;
             if !value.is_undefined() {
-                self.value = value;
+                self.value = (name, value);
                 return Ok(Some(name));
             }
         }
         Ok(None)
-    }
-
-    /// The value [`Fields::advance`] kept, and its name.
-    fn take(&mut self) -> (&'static str, In) {
-        let name = self.names[self.next - 1];
-        (
-            name,
-            In(std::mem::replace(&mut self.value, JsValue::UNDEFINED)),
-        )
     }
 }
 
@@ -335,42 +299,35 @@ impl<'de> MapAccess<'de> for Fields {
     type Error = Bad;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Bad> {
-        match self.advance()? {
-            Some(name) => seed
-                .deserialize(BorrowedStrDeserializer::new(name))
-                .map(Some),
-            None => Ok(None),
-        }
+        let Some(name) = self.advance()? else {
+            return Ok(None);
+        };
+        seed.deserialize(BorrowedStrDeserializer::new(name))
+            .map(Some)
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Bad> {
-        let (name, value) = self.take();
-        seed.deserialize(value).map_err(|e| e.at(name))
+        let (name, value) = std::mem::take(&mut self.value);
+        seed.deserialize(In(value)).map_err(|e| e.at(name))
     }
 }
 
-/// A tagged object's variant: its `type`, and the object that holds the
-/// variant's fields.
-struct Variant {
-    name: String,
-    object: JsValue,
-    variants: &'static [&'static str],
-}
+/// A tagged object's variant: its `type`, the object that holds the
+/// variant's fields, and the names of all variants.
+struct Variant(String, JsValue, &'static [&'static str]);
 
 impl<'de> EnumAccess<'de> for Variant {
     type Error = Bad;
     type Variant = Self;
 
     fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<(T::Value, Self), Bad> {
-        match seed.deserialize(StrDeserializer::<Bad>::new(&self.name)) {
+        match seed.deserialize(StrDeserializer::<Bad>::new(&self.0)) {
             Ok(value) => Ok((value, self)),
             // A `type` that names no variant.
-            Err(_) => Err(Bad::new(format!(
-                "{} (expected {})",
-                quoted(&self.name),
-                one_of(self.variants)
-            ))
-            .at("type")),
+            Err(_) => {
+                let expected = one_of(self.2);
+                Err(Bad::new(format!("{} (expected {expected})", quoted(&self.0))).at("type"))
+            }
         }
     }
 }
@@ -385,13 +342,12 @@ impl<'de> VariantAccess<'de> for Variant {
 
     /// The whole object (`type` included) as the variant's one value.
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Bad> {
-        seed.deserialize(In(self.object))
+        seed.deserialize(In(self.1))
     }
 
-    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, _visitor: V) -> Result<V::Value, Bad> {
-        Err(Bad::new(
-            "a tuple variant cannot be read from an object".into(),
-        ))
+    /// No wire enum has tuple variants.
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Bad> {
+        de::Deserializer::deserialize_any(In(self.1), visitor)
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -399,6 +355,6 @@ impl<'de> VariantAccess<'de> for Variant {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Bad> {
-        visitor.visit_map(Fields::new(self.object, fields))
+        visitor.visit_map(Fields::new(self.1, fields))
     }
 }
