@@ -134,19 +134,11 @@ impl<'de> de::Deserializer<'de> for In {
         }
     }
 
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
-        self.deserialize_string(visitor)
-    }
-
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
         match self.0.as_string() {
             Some(s) => visitor.visit_string(s),
             None => Err(expected("a string", &self.0)),
         }
-    }
-
-    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
-        self.deserialize_byte_buf(visitor)
     }
 
     fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Bad> {
@@ -220,8 +212,10 @@ impl<'de> de::Deserializer<'de> for In {
         visitor.visit_unit()
     }
 
+    // No wire type has these (`&str` and `&[u8]` are borrowed: every wire
+    // type is read owned).
     forward_to_deserialize_any! {
-        i8 i16 i32 i64 i128 u8 u64 u128 f32 char unit unit_struct
+        i8 i16 i32 i64 i128 u8 u64 u128 f32 char str bytes unit unit_struct
         newtype_struct tuple tuple_struct map
     }
 }

@@ -268,15 +268,12 @@ fn env_pairs(env: &JsValue) -> Result<Vec<(String, EnvText)>, Unreadable> {
         {
             continue;
         }
-        let text = if let Some(b) = value.as_bool() {
-            Ok(b.to_string())
-        } else if value.is_string() || value.is_bigint() || value.as_f64().is_some() {
+        let text = match js_type(&value) {
             // `String(value)`: a number as JS spells it (`NaN`, `1e21`).
-            Ok(String::from(
+            "string" | "number" | "boolean" | "bigint" => Ok(String::from(
                 value.unchecked_ref::<js_sys::Object>().to_string(),
-            ))
-        } else {
-            Err(js_type(&value))
+            )),
+            kind => Err(kind),
         };
         pairs.push((key, text));
     }
@@ -320,18 +317,13 @@ fn bytes(value: &JsValue) -> Option<Vec<u8>> {
 
 /// Epoch milliseconds from JS: finite, not negative, exact in a double.
 fn time(now_ms: f64) -> Result<u64, JsValue> {
-    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-    if now_ms.is_finite() && (0.0..=MAX_SAFE).contains(&now_ms) {
-        Ok(now_ms as u64)
-    } else {
-        Err(error(
-            "PREFLIGHT_BAD_TIME",
-            &format!(
-                "nowMs must be a finite, non-negative number of ms, got {}",
-                js_number(now_ms)
-            ),
-        ))
+    // NaN and the infinities are outside the range too.
+    if (0.0..=9_007_199_254_740_991.0).contains(&now_ms) {
+        return Ok(now_ms as u64);
     }
+    let got = js_number(now_ms);
+    let message = format!("nowMs must be a finite, non-negative number of ms, got {got}");
+    Err(error("PREFLIGHT_BAD_TIME", &message))
 }
 
 /// Converts an argument; a value of the wrong shape is a

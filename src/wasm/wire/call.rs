@@ -16,22 +16,14 @@ struct CallFactIn {
 
 /// The facts of one step of a call: `(request, result)` pairs.
 pub fn call_facts(v: &JsValue) -> Result<Vec<(u32, CallResult)>, Bad> {
-    let Some(list) = v.dyn_ref::<js_sys::Array>() else {
-        return Err(Bad::new("expected an array".into()));
-    };
-    let mut facts = Vec::with_capacity(list.length() as usize);
-    for (i, item) in list.iter().enumerate() {
-        let f: CallFactIn = read(&item).map_err(|e| e.at_index(i))?;
+    items(v, |item| {
+        let f: CallFactIn = read(&item)?;
         if f.kind != "response" {
-            return Err(
-                Bad::new(format!("{} (expected \"response\")", quoted(&f.kind)))
-                    .at("type")
-                    .at_index(i),
-            );
+            let problem = format!("{} (expected \"response\")", quoted(&f.kind));
+            return Err(Bad::new(problem).at("type"));
         }
-        facts.push((f.probe, f.result));
-    }
-    Ok(facts)
+        Ok((f.probe, f.result))
+    })
 }
 
 /// A call's `send` or read-back, in the check's `send` shape: `probe` is

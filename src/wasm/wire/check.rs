@@ -8,28 +8,25 @@ use crate::preflight::ProbeResult;
 use crate::runner_key::{KeyFileFacts, KeyFileReport};
 use crate::text::quoted;
 
-/// The fields every key file report has, read first.
+/// The fields every key file report has beside its `type`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct KeyFileHeadIn {
-    // Read for its message only (`type: missing`); the variant is read
-    // from it as [`KeyFileFacts`].
-    #[serde(rename = "type")]
-    _kind: String,
     #[serde(default)]
     process_uid: Option<u32>,
     #[serde(default)]
     create_error: Option<String>,
 }
 
-/// The shim's report on the runner key file ([`KeyFileFacts`]), each with
-/// `processUid` (a number or null) and `createError` (a code or null).
+/// The shim's report on the runner key file ([`KeyFileFacts`], by its
+/// `type`), each with `processUid` (a number or null) and `createError` (a
+/// code or null).
 pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
-    let head: KeyFileHeadIn = read(v)?;
     let facts = match read(v)? {
         KeyFileFacts::Failed { code } => KeyFileFacts::failed(code),
         facts => facts,
     };
+    let head: KeyFileHeadIn = read(v)?;
     Ok(KeyFileReport {
         facts,
         process_uid: head.process_uid,
@@ -66,24 +63,8 @@ struct FactIn {
     result: Option<ProbeResult>,
 }
 
-/// The fact types, for the message about one that is not.
-const FACT_TYPES: &[&str] = &[
-    "keyFile",
-    "recordBytes",
-    "recordOpenFailed",
-    "recordNotAFile",
-    "recordReadFailed",
-    "lockLinked",
-    "lockTempFailed",
-    "lockLinkFailed",
-    "lockStatFailed",
-    "lockFound",
-    "process",
-    "removed",
-    "written",
-    "deleted",
-    "response",
-];
+/// What a fact's `type` may be, for the message about one that is not.
+const FACT_TYPES: &str = "keyFile, recordBytes, recordOpenFailed, recordNotAFile, recordReadFailed, lockLinked, lockTempFailed, lockLinkFailed, lockStatFailed, lockFound, process, removed, written, deleted or response";
 
 /// `field`, or that it is missing.
 fn needed<T>(field: Option<T>, name: &str) -> Result<T, Bad> {
@@ -99,17 +80,11 @@ fn file_time(ms: f64) -> u64 {
 
 /// The facts of one step: an array of them (see [`FactIn`]).
 pub fn facts(v: &JsValue) -> Result<Vec<Fact>, Bad> {
-    let Some(list) = v.dyn_ref::<js_sys::Array>() else {
-        return Err(Bad::new("expected an array".into()));
-    };
-    let mut facts = Vec::with_capacity(list.length() as usize);
-    for (i, item) in list.iter().enumerate() {
-        facts.push(fact(&item).map_err(|e| e.at_index(i))?);
-    }
-    Ok(facts)
+    items(v, fact)
 }
 
-fn fact(v: &JsValue) -> Result<Fact, Bad> {
+fn fact(v: JsValue) -> Result<Fact, Bad> {
+    let v = &v;
     let tag: TagIn = read(v)?;
     if tag.kind == "keyFile" {
         let report = js_sys::Reflect::get(v, &JsValue::from_str("report"))
@@ -150,12 +125,8 @@ fn fact(v: &JsValue) -> Result<Fact, Bad> {
             result: needed(f.result, "result")?,
         },
         other => {
-            return Err(Bad::new(format!(
-                "{} (expected {})",
-                quoted(other),
-                crate::bad_input::one_of(FACT_TYPES)
-            ))
-            .at("type"))
+            let problem = format!("{} (expected {FACT_TYPES})", quoted(other));
+            return Err(Bad::new(problem).at("type"));
         }
     })
 }

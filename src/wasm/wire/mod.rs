@@ -42,6 +42,16 @@ struct TagIn {
     kind: String,
 }
 
+/// The items of a JS array, each read by `item`; a bad one is named by
+/// its index.
+fn items<T>(v: &JsValue, item: impl Fn(JsValue) -> Result<T, Bad>) -> Result<Vec<T>, Bad> {
+    let Some(list) = v.dyn_ref::<js_sys::Array>() else {
+        return Err(Bad::new("expected an array".into()));
+    };
+    let item = |(i, x)| item(x).map_err(|e| e.at_index(i));
+    list.iter().enumerate().map(item).collect()
+}
+
 /// A fresh plain JS value for `value`.
 pub fn write<T: Serialize>(value: &T) -> JsValue {
     // Every type written is plain strings, booleans, numbers (times below
