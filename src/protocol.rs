@@ -105,3 +105,8 @@ impl<'de> Deserialize<'de> for Bytes {
 pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
     Option::<Bytes>::deserialize(d).map(|b| b.map(|b| b.0).unwrap_or_default())
 }
+
+/// An index into a list (a probe's number), read as a `u32`.
+pub fn index<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    u32::deserialize(d).map(|n| n as usize)
+}
