@@ -113,6 +113,25 @@ impl Operation {
     }
 }
 
+/// The kinds' names, for the message about one that is not.
+const NAMES: &[&str] = &["read", "create", "delete", "connect", "pass-through"];
+
+impl TryFrom<String> for Operation {
+    type Error = String;
+
+    /// `"x" (expected read, create, delete, connect or pass-through)` for
+    /// a name that is none of them.
+    fn try_from(name: String) -> Result<Operation, String> {
+        Operation::of_name(&name).ok_or_else(|| {
+            format!(
+                "{} (expected {})",
+                crate::text::quoted(&name),
+                crate::bad_input::one_of(NAMES)
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,24 +239,5 @@ mod tests {
                 "{method:?}"
             );
         }
-    }
-}
-
-/// The kinds' names, for the message about one that is not.
-const NAMES: &[&str] = &["read", "create", "delete", "connect", "pass-through"];
-
-impl TryFrom<String> for Operation {
-    type Error = String;
-
-    /// `"x" (expected read, create, delete, connect or pass-through)` for
-    /// a name that is none of them.
-    fn try_from(name: String) -> Result<Operation, String> {
-        Operation::of_name(&name).ok_or_else(|| {
-            format!(
-                "{} (expected {})",
-                crate::text::quoted(&name),
-                crate::bad_input::one_of(NAMES)
-            )
-        })
     }
 }

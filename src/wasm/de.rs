@@ -1,5 +1,6 @@
-//! Reading JS values into the wire types: a serde `Deserializer` over a
-//! `JsValue` that names the field a bad value is in.
+//! Reading JS values into the types that cross the boundary (the core's,
+//! derived, and [`super::wire`]'s): a serde `Deserializer` over a `JsValue`
+//! that names the field a bad value is in.
 //!
 //! serde-wasm-bindgen's own deserializer says what was wrong but not where,
 //! and its error texts (serde's `invalid type: floating point ...`) bring
@@ -222,7 +223,7 @@ impl<'de> de::Deserializer<'de> for In {
 
 /// The value of `key` in `object`; a getter that throws (a hostile Proxy)
 /// is bad input, not a crash.
-fn field(object: &JsValue, key: &str) -> Result<JsValue, Bad> {
+pub fn field(object: &JsValue, key: &str) -> Result<JsValue, Bad> {
     Reflect::get(object, &JsValue::from_str(key))
         .map_err(|_| Bad::new("could not be read".into()).at(key))
 }

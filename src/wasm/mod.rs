@@ -1,10 +1,11 @@
 //! The WebAssembly boundary: conversion only, no decisions.
 //!
 //! Every function here turns JS values into Rust values, calls the core, and
-//! turns the answer back, through the serde wire types in [`wire`]: read by
-//! [`de`] (a `Deserializer` over the JS value that names a bad field),
-//! written by serde-wasm-bindgen (camelCase objects in JSON-compatible form,
-//! `null` for none, plain numbers for times). Errors cross as JS `Error`s
+//! turns the answer back: the core's types with their serde derives, and the
+//! few shapes of [`wire`] that differ from them; read by [`de`] (a
+//! `Deserializer` over the JS value that names a bad field), written by
+//! serde-wasm-bindgen (camelCase objects in JSON-compatible form, `null` for
+//! none, plain numbers for times). Errors cross as JS `Error`s
 //! with a stable `code` property.
 //!
 //! Exports that only tests call (`classify`, `rulesProve`,
@@ -49,12 +50,9 @@ impl WasmSettings {
     /// `HOME` and `RUNNER_TEMP` of `env`.
     #[wasm_bindgen(constructor)]
     pub fn new(env: &JsValue) -> WasmSettings {
-        WasmSettings {
-            environment: match env_pairs(env) {
-                Ok(env) => Environment::read(&values(&env)),
-                Err(why) => Environment::unreadable(why),
-            },
-        }
+        let from_pairs = |env: Vec<_>| Environment::read(&values(&env));
+        let environment = env_pairs(env).map_or_else(Environment::unreadable, from_pairs);
+        WasmSettings { environment }
     }
 }
 

@@ -75,11 +75,9 @@ pub fn facts(v: &JsValue) -> Result<Vec<Fact>, Bad> {
 }
 
 fn fact(v: JsValue) -> Result<Fact, Bad> {
-    let v = &v;
-    let tag: TagIn = read(v)?;
+    let tag: TagIn = read(&v)?;
     if tag.kind == "keyFile" {
-        let report = js_sys::Reflect::get(v, &JsValue::from_str("report"))
-            .map_err(|_| Bad::new("could not be read".into()).at("report"))?;
+        let report = field(&v, "report")?;
         return Ok(Fact::KeyFile(
             key_file_report(&report).map_err(|e| e.at("report"))?,
         ));
@@ -90,9 +88,9 @@ fn fact(v: JsValue) -> Result<Fact, Bad> {
         "process" | "removed" | "written" | "deleted" | "response"
     ) {
         // As the core has them ([`Fact`]'s own reader).
-        return read(v);
+        return read(&v);
     }
-    let f: FactIn = read(v)?;
+    let f: FactIn = read(&v)?;
     let code = |f: FactIn| needed(f.code, "code");
     Ok(match kind {
         "recordBytes" => Fact::Record(RecordRead::Bytes(needed(f.bytes, "bytes")?.0)),

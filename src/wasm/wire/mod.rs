@@ -1,28 +1,26 @@
-//! The boundary's wire types: plain structs and enums in the shapes the shim
-//! builds and reads (camelCase keys), and their conversions to and from the
-//! core's types. No decisions.
+//! The boundary's few wire types: the shapes the shim builds and reads that
+//! are not a core type's own. No decisions.
 //!
-//! In: `#[derive(Deserialize)]` types, read by [`super::de`] (a serde
-//! `Deserializer` over the JS value that names a bad field:
-//! `[0].verbs[1]: expected a string, got a number`). A tagged input is a
-//! wire enum: an object whose `type` names the variant, with the variant's
-//! fields beside it; a new kind of fact is a new variant.
+//! Most of what crosses is a core type with `#[derive(Deserialize)]` or
+//! `#[derive(Serialize)]` and the serde attributes of its wire shape
+//! (camelCase keys, `#[serde(tag = "type")]`, `default`, ...): read by
+//! [`super::de`] (a serde `Deserializer` over the JS value that names a bad
+//! field: `[0].verbs[1]: expected a string, got a number`; a tagged input is
+//! an object whose `type` names the variant, with the variant's fields beside
+//! it), written by serde-wasm-bindgen's JSON-compatible serializer
+//! ([`write`]: fresh plain objects, keys in declaration order, `null` for
+//! none, plain numbers for times and counts).
 //!
-//! Out: `#[derive(Serialize)]` types, written by serde-wasm-bindgen's
-//! JSON-compatible serializer ([`write`]): fresh plain objects, keys in
-//! declaration order, `null` for none, plain numbers for times and counts,
-//! and the tagged shapes the shim reads (`#[serde(tag = "type")]`:
-//! `{type: 'send', ...}`; `{kind: 'accessReview', body}`).
-//!
-//! One file per machine: the check's facts, actions and outcome
-//! (`check.rs`), a call's spec, facts and actions (`call.rs`); what both
-//! read and write stays here (the permission table, error facts, `write`);
-//! what only tests use is in `test_exports.rs`.
+//! What is here is where the two shapes differ: the check's file facts, whose
+//! `type` names a variant of a variant (`recordBytes`, `lockFound`) and whose
+//! key file report carries fields beside its own `type` (`check.rs`); a
+//! call's facts and its `send` and read-back, written in the check's `send`
+//! shape (`call.rs`); what only tests use is in `test_exports.rs`.
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::de::{read, Bad};
+use super::de::{field, read, Bad};
 use crate::protocol::Bytes;
 
 mod call;
