@@ -76,6 +76,13 @@ pub fn read<W: DeserializeOwned>(value: &JsValue) -> Result<W, Bad> {
     W::deserialize(In(value.clone()))
 }
 
+/// The field `key` of `object` as `W`, a bad one named by its key. For
+/// an object read field by field: a type read this way adds no reader of
+/// its own to the `.wasm` beyond its fields'.
+pub fn read_field<W: DeserializeOwned>(object: &JsValue, key: &str) -> Result<W, Bad> {
+    read(&field(object, key)?).map_err(|e| e.at(key))
+}
+
 /// One JS value being read.
 struct In(JsValue);
 
@@ -242,7 +249,7 @@ impl<'de> de::Deserializer<'de> for In {
 
 /// The value of `key` in `object`; a getter that throws (a hostile Proxy)
 /// is bad input, not a crash.
-fn field(object: &JsValue, key: &str) -> Result<JsValue, Bad> {
+pub fn field(object: &JsValue, key: &str) -> Result<JsValue, Bad> {
     Reflect::get(object, &JsValue::from_str(key))
         .map_err(|_| Bad::new("could not be read".into()).at(key))
 }

@@ -97,7 +97,7 @@ pub(super) enum FileKindIn {
 }
 
 /// The bytes of a Uint8Array.
-pub(super) struct Bytes(Vec<u8>);
+pub(super) struct Bytes(pub(super) Vec<u8>);
 
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {

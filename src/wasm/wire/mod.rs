@@ -31,10 +31,12 @@ use crate::rules::{ResourceRule, RulesStatus};
 
 mod call;
 mod check;
+mod credential;
 #[cfg(feature = "test-exports")]
 mod test_exports;
 pub use call::*;
 pub use check::*;
+pub use credential::*;
 #[cfg(feature = "test-exports")]
 pub use test_exports::*;
 
