@@ -119,9 +119,9 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
             }
             const error = thrown;
             if (callerSignal && callerSignal.aborted && cancelled === undefined) cancelled = error;
-            // An error our own abort caused (a timeout, the call over) is
-            // not the API's: never thrown as the call's last error.
-            else if (!signal.aborted) errors.set(action.probe, error);
+            // Kept by request; the core says which one is the call's last
+            // (never one its own timeout ended).
+            else errors.set(action.probe, error);
             throw error;
           }
         },

@@ -3,10 +3,11 @@
 //!
 //! The shim reports every candidate it found (an inline token, the token
 //! file that in-cluster config points to, a client key inline or in a
-//! file), with the files already read; this module picks one, in the
-//! order client-node authenticates with them, names where it came from
-//! (an error about a bad token then says which token), and says why a
-//! named file gave no credential. The shim hides every candidate from
+//! file), with the files already read; this module picks one (a bearer
+//! token before a client key: a token names the service account, which is
+//! what the record is bound to), names where it came from (an error about
+//! a bad token then says which token), and says why a named file gave no
+//! credential. The shim hides every candidate from
 //! error texts, chosen or not.
 
 /// The current user's candidates, as the shim found them.

@@ -65,7 +65,8 @@ pub struct Call {
     /// The failures met: the warning given once, the last error, how
     /// many were retried.
     trouble: Trouble,
-    /// The last request that reported an error (not our timeout).
+    /// The last request that reported an error (not our timeout, whether
+    /// this machine's clock or the host's timer noticed it).
     last_reported: Option<u32>,
     /// Warn, Info and Debug actions not yet returned, oldest first.
     pending: Vec<CallAction>,
@@ -522,7 +523,9 @@ impl Call {
             self.straggler = None;
             return Ok(Accepted::Stale);
         }
-        self.last_reported = Some(request);
+        // A request the host's timer ended (the timeout this machine set)
+        // holds our own abort, not the API's answer: never the call's last.
+        self.last_reported = (!facts.timed_out).then_some(request);
         self.failed_at(request, facts, stage, now);
         Ok(Accepted::Applied)
     }
