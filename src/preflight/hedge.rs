@@ -233,6 +233,32 @@ mod tests {
     }
 
     #[test]
+    fn the_hedge_wakes_the_check_first_until_it_is_forgone() {
+        let mut a = Attempt::start(1, 1_000, 11_000, Some(200));
+        assert_eq!(a.next_timeout(), Some(1_200));
+        a.forgo_hedge();
+        assert_eq!(a.next_timeout(), Some(11_000));
+        assert!(!a.hedge_due(5_000));
+        // A forgone hedge is not sent later either.
+        a.add_hedge(2, 12_000);
+        assert_eq!(a.sent(), 1);
+        assert!(!a.holds(2));
+    }
+
+    #[test]
+    fn a_hedged_attempt_wakes_at_its_first_copys_timeout_then_the_hedges() {
+        let mut a = Attempt::start(1, 0, 10_000, Some(100));
+        a.add_hedge(2, 10_100);
+        assert_eq!(a.hedge_at(), None);
+        assert_eq!(a.next_timeout(), Some(10_000));
+        assert_eq!(a.timed_out(10_000), Some(1));
+        assert_eq!(a.fail(1, &refused(), &transient()), AfterFailure::StillOut);
+        assert_eq!(a.next_timeout(), Some(10_100));
+        assert_eq!(a.timed_out(10_099), None);
+        assert_eq!(a.timed_out(10_100), Some(2));
+    }
+
+    #[test]
     fn a_fatal_copy_failure_is_kept_for_when_the_other_fails_too() {
         let fatal = ErrorFacts {
             status: Some(404),
