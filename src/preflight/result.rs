@@ -138,7 +138,7 @@ impl Preflight {
             }
         }
         self.probes[probe].state = State::Denied;
-        self.stopping = true;
+        self.stop();
     }
 
     /// An answer that is not of the documented shape: for the rules review,
@@ -150,7 +150,7 @@ impl Preflight {
             self.probes[probe].state = State::Fatal(format!(
                 "the SelfSubjectAccessReview's answer is malformed ({why})"
             ));
-            self.stopping = true;
+            self.stop();
         }
     }
 }
