@@ -13,7 +13,10 @@
  * the server first, then the usual system directories), HOME (the pod's
  * folder) and LOOPBACK_POD (who started it: this server and the pod), nothing
  * else. No terminal is ever allocated; stdin, stdout and stderr are pipes when
- * the exec asked for them and /dev/null when it did not.
+ * the exec asked for them and /dev/null when it did not. Stdout and stderr are
+ * FIFOs, as a container runtime gives an exec, not the socket pairs Node makes
+ * for a child: a socket whose reader closed with data unread answers the next
+ * write with ECONNRESET, where a pipe answers SIGPIPE (or EPIPE).
  *
  * What it shares with a cluster, on purpose:
  * - cutting the stream does not kill the command: the server closes its ends
@@ -34,7 +37,8 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
+const net = require('node:net');
+const { spawn, spawnSync } = require('node:child_process');
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MARKER = 'LOOPBACK_POD';
@@ -91,6 +95,33 @@ function markedPids(prefix) {
   return out;
 }
 
+/**
+ * A FIFO for one output stream: { writeFd (for the child), reader (a
+ * net.Socket on the read end) }. Its name is unlinked once both ends are open.
+ */
+function makeOutputPipe(dir, name) {
+  const fifo = path.join(dir, name);
+  const made = spawnSync('mkfifo', ['-m', '600', fifo], { stdio: 'ignore' });
+  if (made.status !== 0) throw new Error(`mkfifo ${fifo} failed (${made.error ? made.error.message : `exit ${made.status}`})`);
+  try {
+    // The read end first, without blocking, so that opening the write end does not block either.
+    const readFd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    const writeFd = fs.openSync(fifo, fs.constants.O_WRONLY);
+    const reader = new net.Socket({ fd: readFd, readable: true, writable: false });
+    reader.on('error', () => {});
+    return { writeFd, reader };
+  } finally {
+    fs.rmSync(fifo, { force: true });
+  }
+}
+
+// Resolves once `stream` (or nothing) is closed.
+const streamClosed = (stream) =>
+  new Promise((resolve) => {
+    if (!stream || stream.destroyed) resolve();
+    else stream.once('close', resolve);
+  });
+
 function killQuietly(pid, signal) {
   try {
     process.kill(pid, signal);
@@ -117,6 +148,12 @@ function createPodContainer({ podRoot }) {
   fs.mkdirSync(root, { recursive: true });
   const serverId = crypto.randomBytes(6).toString('hex');
   const live = new Set();
+  let fifoDir = null;
+  let fifoCount = 0;
+  const fifoPath = () => {
+    if (!fifoDir) fifoDir = fs.mkdtempSync(path.join(os.tmpdir(), 'loopback-exec-fifo-'));
+    return fifoDir;
+  };
 
   const folderFor = (namespace, pod) => path.join(root, encodeName(namespace), encodeName(pod));
   const podMark = (namespace, pod) => `${serverId}/${encodeName(namespace)}/${encodeName(pod)}/`;
@@ -134,15 +171,24 @@ function createPodContainer({ podRoot }) {
     exec.signal = null;
     exec.exitedAtMs = null;
     exec.killedBy = null;
-    const child = spawn(exec.command[0], exec.command.slice(1), {
-      cwd,
-      env,
-      detached: true,
-      stdio: [query.stdin ? 'pipe' : 'ignore', query.stdout ? 'pipe' : 'ignore', query.stderr ? 'pipe' : 'ignore'],
-    });
-    const proc = { child, exec, failed: null, cutDone: false };
+    fifoCount += 1;
+    const out = query.stdout ? makeOutputPipe(fifoPath(), `${fifoCount}-out`) : null;
+    const err = query.stderr ? makeOutputPipe(fifoPath(), `${fifoCount}-err`) : null;
+    let child;
+    try {
+      child = spawn(exec.command[0], exec.command.slice(1), {
+        cwd,
+        env,
+        detached: true,
+        stdio: [query.stdin ? 'pipe' : 'ignore', out ? out.writeFd : 'ignore', err ? err.writeFd : 'ignore'],
+      });
+    } finally {
+      // The child has its own copies now; the readers see the end once it and its descendants close theirs.
+      for (const p of [out, err]) if (p) fs.closeSync(p.writeFd);
+    }
+    const proc = { child, exec, failed: null, cutDone: false, stdout: out && out.reader, stderr: err && err.reader };
     exec.pid = child.pid === undefined ? null : child.pid;
-    for (const stream of [child.stdin, child.stdout, child.stderr]) if (stream) stream.on('error', () => {});
+    if (child.stdin) child.stdin.on('error', () => {});
     proc.exited = new Promise((resolve) => {
       child.once('error', (err) => {
         // The command could not be started (no such file, not executable).
@@ -159,9 +205,10 @@ function createPodContainer({ podRoot }) {
         resolve({ code: exec.exitCode, signal: exec.signal });
       });
     });
-    proc.closed = new Promise((resolve) => {
-      child.once('close', resolve);
-      child.once('error', resolve);
+    proc.closed = Promise.all([proc.exited, streamClosed(proc.stdout), streamClosed(proc.stderr)]);
+    proc.exited.then(() => {
+      if (!proc.failed) return;
+      for (const reader of [proc.stdout, proc.stderr]) if (reader) reader.destroy();
     });
     proc.cut = () => {
       if (proc.cutDone) return;
@@ -172,8 +219,8 @@ function createPodContainer({ podRoot }) {
         timer.unref();
         child.stdin.once('close', () => clearTimeout(timer));
       }
-      if (child.stdout) child.stdout.destroy();
-      if (child.stderr) child.stderr.destroy();
+      if (proc.stdout) proc.stdout.destroy();
+      if (proc.stderr) proc.stderr.destroy();
     };
     if (exec.pid !== null) live.add(proc);
     return proc;
@@ -211,6 +258,7 @@ function createPodContainer({ podRoot }) {
     });
     await Promise.race([Promise.all(procs.map((p) => p.exited)), deadline]);
     for (const proc of procs) proc.cut();
+    if (fifoDir) fs.rmSync(fifoDir, { recursive: true, force: true });
   }
 
   return { folderFor, start, killPod, closeAll, signalExitCode, root };

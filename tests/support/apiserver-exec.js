@@ -436,10 +436,17 @@ function createExecHandler({ later, settings, container = null }) {
       ws.close(1000);
       return;
     }
-    forward(child.stdout, STDOUT);
-    forward(child.stderr, STDERR);
+    forward(proc.stdout, STDOUT);
+    forward(proc.stderr, STDERR);
     proc.closed.then(() => {
       if (finished) return;
+      if (proc.failed) {
+        end('start-failed');
+        if (ws.readyState !== ws.OPEN) return;
+        ws.send(frame(STATUS, JSON.stringify(startFailedStatus(exec.command, proc.failed))));
+        ws.close(1000);
+        return;
+      }
       const result = resultFor(settings().execResults, exec.command);
       if (ws.readyState !== ws.OPEN) {
         end('stream-cut');
