@@ -1393,6 +1393,8 @@ async function main(argv) {
   const stop = async (why, exitCode) => {
     if (stopping) return;
     stopping = true;
+    // Closed first, so that the log says how the processes of a real container ended.
+    await server.close();
     if (args.log) {
       const log = {
         stoppedBy: why,
@@ -1406,7 +1408,6 @@ async function main(argv) {
       };
       fs.writeFileSync(args.log, `${JSON.stringify(log, null, 2)}\n`);
     }
-    await server.close();
     process.exit(exitCode);
   };
 

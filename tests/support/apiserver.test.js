@@ -1788,3 +1788,42 @@ describe('closeWithoutStatus without a real container', { timeout: 30_000 }, () 
     }
   });
 });
+
+describe('a real container in CLI mode', { timeout: 30_000 }, () => {
+  it('takes podRoot from its config; on SIGTERM it logs the exec (pid, stream-cut) and kills the process before it exits', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-cli-pods-'));
+    const logFile = path.join(dir, 'log.json');
+    const server = startApiServerProcess({
+      config: { role: fullRole(), podRunningAfterMs: 0, maxRunMs: 20000, podRoot: path.join(dir, 'pods') },
+      configFile: path.join(dir, 'config.json'),
+      logFile,
+      readyTimeoutMs: 5000,
+    });
+    try {
+      const info = await server.ready;
+      const target = { url: info.url, port: info.port, caPem: fs.readFileSync(path.join(__dirname, 'certs', 'ca.pem'), 'utf8') };
+      assert.equal((await request(target, { path: '/api/v1/namespaces/ci/pods', body: podBody('cli-pod') })).status, 201);
+      const s = openExec(target, 'cli-pod', ['sh', '-c', 'echo $$; exec sleep 304']);
+      await s.opened;
+      await waitFor(() => /^\d+\n$/.test(s.frames.text('stdout')), 5000);
+      const pid = Number(s.frames.text('stdout'));
+      s.ws.terminate();
+      await s.done;
+      await sleep(100);
+      assert.ok(alive(pid), 'the cut killed the command');
+      const end = await server.stop();
+      assert.equal(end.code, 0, end.stderr);
+      assert.equal(alive(pid), false, 'the command outlived the server');
+      const log = JSON.parse(fs.readFileSync(logFile, 'utf8'));
+      assert.equal(log.execs.length, 1);
+      assert.equal(log.execs[0].pid, pid);
+      assert.equal(log.execs[0].outcome, 'stream-cut');
+      assert.equal(log.execs[0].killedBy, 'server-closed');
+      assert.equal(log.execs[0].signal, 'SIGKILL');
+      assert.ok(fs.existsSync(path.join(dir, 'pods', 'ci', 'cli-pod')));
+    } finally {
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
