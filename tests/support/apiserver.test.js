@@ -1723,6 +1723,75 @@ describe('a real container for exec (podRoot)', { timeout: 60_000 }, () => {
     assert.deepEqual(s.frames.statuses[0].details.causes, [{ reason: 'ExitCode', message: '137' }]);
   });
 
+  it('megabytes of stdout and stderr arrive whole, in order and apart', async () => {
+    const s = openExec(server, 'job-pod', [
+      'sh',
+      '-c',
+      'i=0; while [ $i -lt 3000 ]; do printf "%0999d\\n" $i; printf "e%0998d\\n" $i >&2; i=$((i+1)); done',
+    ]);
+    await s.done;
+    assert.deepEqual(s.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    const want = (prefix, width) => Array.from({ length: 3000 }, (_, i) => `${prefix}${String(i).padStart(width, '0')}\n`).join('');
+    assert.equal(s.frames.text('stdout'), want('', 999));
+    assert.equal(s.frames.text('stderr'), want('e', 998));
+  });
+
+  it('a refuse phase cuts the stream like any cut: the command runs on and writes its marker', async () => {
+    const marker = path.join(server.podFolder('ci', 'job-pod'), 'after-refuse.txt');
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'sleep 0.5; echo ok > after-refuse.txt']);
+    await s.opened;
+    await server.setPhase('refuse');
+    try {
+      await s.done;
+      assert.ok(!fs.existsSync(marker));
+    } finally {
+      await server.setPhase('healthy');
+    }
+    await waitFor(() => fs.existsSync(marker), 5000);
+    const exec = execOf(server, 'after-refuse.txt');
+    assert.equal(exec.outcome, 'stream-cut');
+    await waitFor(() => exec.exitedAtMs !== null, 5000);
+    assert.equal(exec.exitCode, 0);
+  });
+
+  it('the upgrade faults start the command for real: upgradeStatus 502, applyThenCut; delayUpgradeMs keeps its output for the late 101', async () => {
+    const folder = server.podFolder('ci', 'job-pod');
+    server.configure({
+      execResults: [
+        { contains: 'no-status', closeWithoutStatus: true },
+        { contains: 'ran-502', upgradeStatus: 502 },
+        { contains: 'ran-late', delayUpgradeMs: 300 },
+      ],
+    });
+    try {
+      const answered = openExec(server, 'job-pod', ['sh', '-c', 'echo x > ran-502.txt; echo lost']);
+      await assert.rejects(answered.opened, /upgrade answered 502/);
+      await waitFor(() => fs.existsSync(path.join(folder, 'ran-502.txt')), 5000);
+      const e502 = execOf(server, 'ran-502');
+      assert.equal(e502.outcome, 'answer-status');
+      assert.ok(e502.pid > 0);
+
+      const late = openExec(server, 'job-pod', ['sh', '-c', 'echo ran-late; exit 5']);
+      await late.opened;
+      await late.done;
+      assert.equal(late.frames.text('stdout'), 'ran-late\n');
+      assert.deepEqual(late.frames.statuses[0].details.causes, [{ reason: 'ExitCode', message: '5' }]);
+
+      await server.setPhase('applyThenCut');
+      try {
+        const lost = openExec(server, 'job-pod', ['sh', '-c', 'echo x > ran-lost.txt']);
+        await assert.rejects(lost.opened);
+      } finally {
+        await server.setPhase('healthy');
+      }
+      await waitFor(() => fs.existsSync(path.join(folder, 'ran-lost.txt')), 5000);
+      assert.equal(execOf(server, 'ran-lost').outcome, 'answer-lost');
+      assert.equal(server.execs.filter((e) => e.command.join(' ').includes('ran-')).length, 3, 'each command started once');
+    } finally {
+      server.configure({ execResults: [{ contains: 'no-status', closeWithoutStatus: true }] });
+    }
+  });
+
   it('closeWithoutStatus: the output, then a normal close (1000) with no status frame; the exit code is still logged', async () => {
     const s = openExec(server, 'job-pod', ['sh', '-c', 'echo no-status-run; exit 4']);
     assert.equal((await s.done).code, 1000);

@@ -186,7 +186,8 @@ function runAsync(command, args, timeoutMs = COMMAND_TIMEOUT_MS) {
  * is removed in t.after. Resolves a handle:
  *   name
  *   run(command, args, { timeoutMs }) -> { code, signal, stdout, stderr }: inside it
- *   spawnNode(args, { env, cwd }) -> a process (below): node inside it
+ *   spawnNode(args, { env, cwd }) -> a process (below): this Node inside it
+ *   spawn(command, args, { env, cwd }) -> a process (below): any command inside it
  *   addRule({ port, action }) -> { action, port, remove() }: action 'reject' | 'reset' | 'drop'
  *   block({ port, action, ms }) -> resolves { addedAtMs, removedAtMs } (performance.now())
  *     once the rule was added, held `ms` and deleted (deleted also when the wait throws)
@@ -215,9 +216,9 @@ async function createNetns(t, { iptables } = {}) {
 
   const run = (command, args = [], { timeoutMs } = {}) => runAsync('ip', ['netns', 'exec', name, command, ...args], timeoutMs);
 
-  function spawnNode(args, { env = process.env, cwd } = {}) {
+  function spawnIn(command, args = [], { env = process.env, cwd } = {}) {
     if (removed) throw new Error(`namespace ${name} is removed`);
-    const child = spawn('ip', ['netns', 'exec', name, process.execPath, ...args], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('ip', ['netns', 'exec', name, command, ...args], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     const proc = { child, pid: child.pid, lines: [], stdout: '', stderr: '' };
     const waiters = new Set();
     let partial = '';
@@ -283,6 +284,8 @@ async function createNetns(t, { iptables } = {}) {
     return proc;
   }
 
+  const spawnNode = (args, options) => spawnIn(process.execPath, args, options);
+
   function ruleArgs(op, port, action) {
     const target = ACTIONS[action];
     if (!target) throw new RangeError(`action must be one of ${Object.keys(ACTIONS).join(', ')}, got ${JSON.stringify(action)}`);
@@ -333,7 +336,7 @@ async function createNetns(t, { iptables } = {}) {
     if (r.code !== 0 && netnsExists(name)) throw new Error(`ip netns del ${name} exited ${r.code}: ${r.stderr.trim()}`);
   }
 
-  const handle = { name, iptables: backend, run, spawnNode, addRule, block, rules, remove };
+  const handle = { name, iptables: backend, run, spawn: spawnIn, spawnNode, addRule, block, rules, remove };
   if (t && typeof t.after === 'function') t.after(() => remove());
   try {
     await must('ip link set lo up', await runAsync('ip', ['-n', name, 'link', 'set', 'lo', 'up']));
