@@ -44,6 +44,12 @@
  * apiserver that lost its kubelet connection may; the exec's outcome is
  * 'closed-without-status' (exitCode still says how the command ended).
  *
+ * 'exited' means the status was written to the socket, not that it arrived:
+ * after a reset the server only learns of the cut when it next writes. Once
+ * the socket has closed, exec.closeCode is the WebSocket close code the
+ * server saw: 1000 when the client answered the close, 1006 when the
+ * connection ended without a close frame.
+ *
  * A real container (the server's `podRoot` option, a directory; see
  * apiserver-container.js for the pod folders and the process environment):
  * the command runs as a local process in its pod's folder, in a process group
@@ -82,6 +88,8 @@ const CLOSE = 255;
 const MAX_STDIN_BYTES = 16 * 1024 * 1024;
 // Output queued for a slow client beyond this pauses the process's pipe.
 const OUTPUT_HIGH_WATER = 1024 * 1024;
+// How long close() waits for the streams it ended to report their end.
+const STREAM_END_WAIT_MS = 1000;
 
 function checkExecProtocols(value) {
   if (value === undefined || value === null) return [...PROTOCOLS];
@@ -197,6 +205,13 @@ function frame(channel, payload) {
 function createExecHandler({ later, settings, container = null }) {
   // The started process of each exec log entry (real container only).
   const processes = new WeakMap();
+  // Each open stream's end, so that close() can wait until the log says how they ended.
+  const streamEnds = new Set();
+  const track = (ws) => {
+    const ended = new Promise((resolve) => ws.once('close', resolve));
+    streamEnds.add(ended);
+    ended.then(() => streamEnds.delete(ended));
+  };
 
   // The command starts: logged by `onOpen`, and with a real container, spawned.
   const begin = (exec, query, onOpen) => {
@@ -305,6 +320,7 @@ function createExecHandler({ later, settings, container = null }) {
   }
 
   function run(ws, exec, query) {
+    track(ws);
     if (container) return runReal(ws, exec, query);
     exec.protocol = ws.protocol;
     exec.outcome = 'running';
@@ -358,7 +374,8 @@ function createExecHandler({ later, settings, container = null }) {
       }
       // channel 4 (resize) and anything else: ignored
     });
-    ws.on('close', () => {
+    ws.on('close', (code) => {
+      exec.closeCode = code;
       if (exec.outcome === 'running') {
         finishStdin();
         exec.outcome = 'stream-lost';
@@ -423,7 +440,8 @@ function createExecHandler({ later, settings, container = null }) {
       }
       // channel 4 (resize) and anything else: ignored
     });
-    ws.on('close', () => {
+    ws.on('close', (code) => {
+      exec.closeCode = code;
       if (finished) return;
       end('stream-cut');
       proc.cut();
@@ -470,6 +488,11 @@ function createExecHandler({ later, settings, container = null }) {
   async function close() {
     wss.close();
     if (container) await container.closeAll();
+    // Not the server's `later`: close() clears those timers.
+    let timer;
+    const bound = new Promise((resolve) => (timer = setTimeout(resolve, STREAM_END_WAIT_MS)));
+    await Promise.race([Promise.all([...streamEnds]), bound]);
+    clearTimeout(timer);
   }
 
   return { upgrade, startLost, chooseProtocol, podDeleted, close };

@@ -1125,6 +1125,7 @@ async function startApiServer(options = {}) {
       outcome: 'opening',
       exitCode: null,
       endedAtMs: null,
+      closeCode: null,
     };
     if (lose) {
       entry.status = 'cut';

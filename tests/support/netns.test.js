@@ -162,3 +162,60 @@ describe('network namespaces and iptables rules (netns.js)', { timeout: 60_000 }
     assert.deepEqual(made.filter((name) => left.includes(name) || netnsExists(name)), []);
   });
 });
+
+describe('the loopback apiserver inside a namespace: a reset exec stream (netns.js with apiserver.js)', { timeout: 60_000 }, () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const { APISERVER_JS, CERT_DIR } = (() => {
+    const { APISERVER_JS: js } = require('./apiserver-process');
+    return { APISERVER_JS: js, CERT_DIR: require('./apiserver').CERT_DIR };
+  })();
+  const { fullRole } = require('../js/support/roles');
+
+  it('tcp-reset on the apiserver port while a script runs: the client sees ECONNRESET, the script runs on and writes its marker', async (t) => {
+    if (!requireNetns(t)) return;
+    const ns = await createNetns(t);
+    made.push(ns.name);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'netns-apiserver-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const configFile = path.join(dir, 'config.json');
+    const logFile = path.join(dir, 'log.json');
+    const podRoot = path.join(dir, 'pods');
+    fs.writeFileSync(configFile, JSON.stringify({ role: fullRole(), podRunningAfterMs: 0, podRoot, maxRunMs: 30_000 }));
+    const apiserver = ns.spawnNode([APISERVER_JS, '--config', configFile, '--log', logFile]);
+    const ready = JSON.parse(await apiserver.waitForLine((l) => l.startsWith('{'), 5000));
+
+    const client = ns.spawnNode([
+      path.join(__dirname, 'exec-probe.js'),
+      ready.url,
+      path.join(CERT_DIR, 'ca.pem'),
+      'test-token',
+      'job-pod',
+      JSON.stringify(['sh', '-c', 'echo started; sleep 1.5; echo survived > marker.txt']),
+    ]);
+    const event = async (pred, ms) => JSON.parse(await client.waitForLine((l) => pred(JSON.parse(l)), ms));
+    await event((e) => e.ev === 'stdout' && e.text === 'started\n', 5000);
+    const rule = await ns.addRule({ port: ready.port, action: 'reset' });
+    const addedAt = performance.now();
+    try {
+      const err = await event((e) => e.ev === 'error' || e.ev === 'close', 3000);
+      assert.equal(err.code, 'ECONNRESET', JSON.stringify(err));
+      assert.ok(performance.now() - addedAt < 1000);
+      assert.equal((await event((e) => e.ev === 'close', 3000)).code, 1006);
+    } finally {
+      await rule.remove();
+    }
+    assert.equal(client.lines.some((l) => JSON.parse(l).ev === 'status'), false, 'a status came through the reset');
+    const marker = path.join(podRoot, 'ci', 'job-pod', 'marker.txt');
+    for (let i = 0; i < 250 && !fs.existsSync(marker); i++) await sleep(20);
+    assert.equal(fs.readFileSync(marker, 'utf8'), 'survived\n');
+
+    apiserver.kill('SIGTERM');
+    assert.equal((await apiserver.exited).code, 0);
+    const [exec] = JSON.parse(fs.readFileSync(logFile, 'utf8')).execs;
+    assert.equal(exec.exitCode, 0);
+    // No close frame ever came back from the client: the server saw the stream end at 1006
+    // (when its status write met the reset, or when it closed, whichever came first).
+    assert.equal(exec.closeCode, 1006, JSON.stringify(exec));
+  });
+});
