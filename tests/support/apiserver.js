@@ -1294,7 +1294,10 @@ async function startApiServer(options = {}) {
     get phaseHistory() {
       return state.phaseHistory;
     },
-    /** Every exec whose WebSocket opened: { atMs, pod, container, command, stdin, stdinBytes, protocol, outcome, exitCode, ... }. */
+    /**
+     * Every exec whose command started: { atMs, pod, container, command, stdin, stdinBytes, protocol, outcome,
+     * exitCode, closeCode, ... }; with `podRoot` also pid, signal, exitedAtMs, killedBy (apiserver-exec.js).
+     */
     get execs() {
       return execs;
     },
