@@ -402,15 +402,27 @@ function createExecHandler({ later, settings, container = null }) {
     };
 
     // Output frames as produced; the process waits while the client is behind.
+    // Both streams share the socket's queue, so any send that completes may resume either.
+    const outputs = [proc.stdout, proc.stderr].filter(Boolean);
+    const resumeOutputs = () => {
+      if (ws.bufferedAmount >= OUTPUT_HIGH_WATER) return;
+      for (const stream of outputs) if (stream.isPaused()) stream.resume();
+    };
     const forward = (stream, channel) => {
       if (!stream) return;
       stream.on('data', (chunk) => {
         if (ws.readyState !== ws.OPEN) return;
-        ws.send(frame(channel, chunk), () => {
-          if (stream.isPaused() && ws.bufferedAmount < OUTPUT_HIGH_WATER) stream.resume();
-        });
+        ws.send(frame(channel, chunk), resumeOutputs);
         if (ws.bufferedAmount >= OUTPUT_HIGH_WATER) stream.pause();
       });
+    };
+    let waitingForStdin = false;
+    const stdinReady = () => {
+      if (!waitingForStdin) return;
+      waitingForStdin = false;
+      child.stdin.off('drain', stdinReady);
+      child.stdin.off('close', stdinReady);
+      ws.resume();
     };
 
     const end = (outcome) => {
@@ -429,11 +441,12 @@ function createExecHandler({ later, settings, container = null }) {
         const payload = buf.subarray(1);
         stdinBytes += payload.length;
         if (stdinBytes <= MAX_STDIN_BYTES) stdinChunks.push(payload);
-        if (!child.stdin.destroyed && !child.stdin.write(payload)) {
+        if (!child.stdin.destroyed && !child.stdin.write(payload) && !waitingForStdin) {
           // The socket waits until the process has read what it has.
+          waitingForStdin = true;
           ws.pause();
-          child.stdin.once('drain', () => ws.resume());
-          child.stdin.once('close', () => ws.resume());
+          child.stdin.on('drain', stdinReady);
+          child.stdin.on('close', stdinReady);
         }
       } else if (channel === CLOSE && buf[1] === STDIN && child.stdin && !child.stdin.writableEnded) {
         child.stdin.end();

@@ -1638,6 +1638,17 @@ describe('a real container for exec (podRoot)', { timeout: 60_000 }, () => {
     assert.ok(fs.readFileSync(path.join(folder, 'stdin-v5.bin')).equals(payload));
     assert.equal(execOf(server, 'stdin-v5').stdinBytes, payload.length);
 
+    // More than the pipes hold, to a command that starts reading late: the server waits for it.
+    const big = openExec(server, 'job-pod', ['sh', '-c', 'sleep 0.5; wc -c # stdin-big'], { stdin: true });
+    await big.opened;
+    const chunk = Buffer.alloc(256 * 1024 + 1, 0x7a);
+    chunk[0] = 0;
+    for (let i = 0; i < 32; i++) big.ws.send(chunk);
+    big.ws.send(Buffer.from([255, 0]));
+    await big.done;
+    assert.deepEqual(big.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    assert.equal(big.frames.text('stdout').trim(), String(32 * 256 * 1024));
+
     const old = openExec(server, 'job-pod', ['sh', '-c', 'cat > stdin-v4.bin; echo done > stdin-v4.done'], {
       stdin: true,
       protocol: 'v4.channel.k8s.io',
@@ -1734,6 +1745,22 @@ describe('a real container for exec (podRoot)', { timeout: 60_000 }, () => {
     const want = (prefix, width) => Array.from({ length: 3000 }, (_, i) => `${prefix}${String(i).padStart(width, '0')}\n`).join('');
     assert.equal(s.frames.text('stdout'), want('', 999));
     assert.equal(s.frames.text('stderr'), want('e', 998));
+  });
+
+  it('a client that reads slowly holds the command up instead of growing a buffer; stdout and stderr both finish', async () => {
+    const MiB16 = 16 * 1024 * 1024;
+    const s = openExec(server, 'job-pod', ['sh', '-c', `head -c ${MiB16} /dev/zero & head -c ${MiB16} /dev/zero >&2; wait; echo slow-reader-done >&2`]);
+    await s.opened;
+    s.ws.pause();
+    await sleep(1000);
+    const exec = execOf(server, 'slow-reader-done');
+    assert.equal(exec.exitedAtMs, null, 'the command wrote 32 MiB past a client that read nothing');
+    s.ws.resume();
+    await s.done;
+    assert.deepEqual(s.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    const bytes = (name) => s.frames[name].reduce((n, b) => n + b.length, 0);
+    assert.equal(bytes('stdout'), MiB16);
+    assert.equal(bytes('stderr'), MiB16 + 'slow-reader-done\n'.length);
   });
 
   it('a refuse phase cuts the stream like any cut: the command runs on and writes its marker', async () => {
