@@ -11,18 +11,17 @@ const { execute } = require('./execute');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
 const { CallGaveUpError } = require('./errors');
-const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, readCredential } = require('./host');
+const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } = require('./host');
+const { credentialFacts } = require('./credential');
 
 /**
- * What errors of calls through `kc` must hide: its credential (read once,
- * when the wrapper is made, as the check reads it, without its warnings),
- * and whatever follows `Bearer ` or `Basic `. `describeError` gives error
- * facts, `redact` a text.
+ * What errors of calls through `kc` must hide: its credentials (read once,
+ * when the wrapper is made), and whatever follows `Bearer ` or `Basic `.
+ * `describeError` gives error facts, `redact` a text.
  */
 function secretsOf(kc) {
-  const silent = { warning() {} };
-  const { credential } = readCredential(kc, silent);
-  return { describeError: errorDescriber(credential, null), redact: textRedactor(credential) };
+  const { secrets } = credentialFacts(kc);
+  return { describeError: errorDescriber(secrets), redact: textRedactor(secrets) };
 }
 
 // One core policy per settings environment (process.env, or a host's env
@@ -120,9 +119,9 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
             }
             const error = thrown;
             if (callerSignal && callerSignal.aborted && cancelled === undefined) cancelled = error;
-            // An error our own abort caused (a timeout, the call over) is
-            // not the API's: never thrown as the call's last error.
-            else if (!signal.aborted) errors.set(action.probe, error);
+            // Kept by request; the core says which one is the call's last
+            // (never one its own timeout ended).
+            else errors.set(action.probe, error);
             throw error;
           }
         },

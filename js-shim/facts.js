@@ -34,8 +34,8 @@ function jsonEscaped(text) {
 
 /**
  * `redact(text)`: `text` with every run of characters that lies inside a
- * piece of `credential` of MIN_SECRET_PIECE characters or more replaced by
- * `<redacted>`, and a credential shorter than that (of MIN_WHOLE_SECRET or
+ * piece of `credentials` (one, or an array of them) of MIN_SECRET_PIECE
+ * characters or more replaced by `<redacted>`, and a credential shorter than that (of MIN_WHOLE_SECRET or
  * more) wherever it occurs whole. The credential is a string or bytes (read
  * as UTF-8 and as Latin-1, the ways an HTTP client may have turned it into
  * a header), also as JSON escapes it, once and twice (a server's Status
@@ -43,13 +43,15 @@ function jsonEscaped(text) {
  * with a `"` or a `\` is then hidden in those texts too, before anything
  * decodes them. Without a credential, text is returned as it is.
  */
-function redactor(credential) {
+function redactor(credentials) {
   const forms = new Set();
-  if (typeof credential === 'string') forms.add(credential);
-  else if (credential instanceof Uint8Array) {
-    const bytes = Buffer.from(credential.buffer, credential.byteOffset, credential.byteLength);
-    forms.add(bytes.toString('utf8'));
-    forms.add(bytes.toString('latin1'));
+  for (const credential of Array.isArray(credentials) ? credentials : [credentials]) {
+    if (typeof credential === 'string') forms.add(credential);
+    else if (credential instanceof Uint8Array) {
+      const bytes = Buffer.from(credential.buffer, credential.byteOffset, credential.byteLength);
+      forms.add(bytes.toString('utf8'));
+      forms.add(bytes.toString('latin1'));
+    }
   }
   for (const form of [...forms]) {
     const once = jsonEscaped(form);
@@ -96,13 +98,12 @@ function redactor(credential) {
 }
 
 /**
- * `describe(error, timedOut)`: error facts with `credential` hidden from
- * every text and `source` (where the credential came from, in words, or
- * null) reported with them.
+ * `describe(error, timedOut)`: error facts with `credentials` (one, or an
+ * array of them) hidden from every text.
  */
-function errorDescriber(credential, source) {
-  const redact = redactor(credential);
-  return (error, timedOut) => errorFacts(error, { timedOut, redact, credentialSource: source });
+function errorDescriber(credentials) {
+  const redact = redactor(credentials);
+  return (error, timedOut) => errorFacts(error, { timedOut, redact });
 }
 
 // A credential the shim does not know (an exec plugin's, an OIDC token, a
@@ -117,7 +118,7 @@ function scrubAuthorization(text) {
   return text.replace(AUTH_HEADER_VALUE, (_, scheme, space) => `${scheme}${space}${REDACTED}`);
 }
 
-function errorFacts(error, { timedOut = false, redact: redactCredential = (text) => text, credentialSource = null } = {}) {
+function errorFacts(error, { timedOut = false, redact: redactCredential = (text) => text } = {}) {
   const redact = (text) => scrubAuthorization(redactCredential(text));
   const codes = [];
   const messages = [];
@@ -168,7 +169,6 @@ function errorFacts(error, { timedOut = false, redact: redactCredential = (text)
     timedOut: Boolean(timedOut),
     name: typeof name === 'string' ? redact(name) : null,
     message: messages.join(': ').slice(0, MAX_MESSAGE),
-    ...(typeof credentialSource === 'string' ? { credentialSource } : {}),
     ...(body === null ? {} : { body: redact(body.slice(0, MAX_BODY)) }),
   };
 }
@@ -229,8 +229,8 @@ function header(headers, name) {
  * into a field (an evaluationError, a value of the wrong type) must not put
  * the token into a message.
  */
-function textRedactor(credential) {
-  const redactCredential = redactor(credential);
+function textRedactor(credentials) {
+  const redactCredential = redactor(credentials);
   return (text) => scrubAuthorization(redactCredential(text));
 }
 

@@ -1,14 +1,9 @@
 'use strict';
 // What the check and the call wrappers share of the host: its clock, its
 // settings environment, the call options that make a client-node call
-// abortable and keep the raw body of its answer, and the kubeconfig's
-// credential.
-
-const fs = require('node:fs');
+// abortable and keep the raw body of its answer.
 
 const core = require('../pkg/k8s_auth_preflight.js');
-
-const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
 
 /**
  * A clock that reads `wall` once and then runs on the monotonic clock: a wall
@@ -125,48 +120,4 @@ function capturingBody(signal) {
   return { options, body: () => text };
 }
 
-const NO_CREDENTIAL = Object.freeze({ credential: null, source: null });
-
-/**
- * The key material of the kubeconfig's current user, and where it came
- * from for the error facts that name it: an inline token, the token file
- * that in-cluster config points to (read on every check, so a rotated
- * token is seen), else the client key (no source named). `credential` is
- * null when there is none.
- */
-function readCredential(kubeConfig, logger) {
-  if (!kubeConfig || typeof kubeConfig.getCurrentUser !== 'function') return NO_CREDENTIAL;
-  let user;
-  try {
-    user = kubeConfig.getCurrentUser();
-  } catch {
-    return NO_CREDENTIAL;
-  }
-  if (!user) return NO_CREDENTIAL;
-  if (typeof user.token === 'string' && user.token) return { credential: user.token, source: "the kubeconfig's inline token" };
-  const config = (user.authProvider && user.authProvider.config) || {};
-  const tokenFile = config.tokenFile || config['token-file'];
-  if (tokenFile) {
-    const source = typeof tokenFile === 'string' ? `the token file ${tokenFile}` : null;
-    return { credential: readSmallFile(tokenFile, 'service-account token', logger), source };
-  }
-  if (typeof user.keyData === 'string' && user.keyData) return { credential: Buffer.from(user.keyData, 'base64'), source: null };
-  if (typeof user.keyFile === 'string' && user.keyFile) return { credential: readSmallFile(user.keyFile, 'client key', logger), source: null };
-  return NO_CREDENTIAL;
-}
-
-function readSmallFile(file, what, logger) {
-  try {
-    const stat = fs.statSync(file);
-    if (!stat.isFile() || stat.size > CREDENTIAL_FILE_LIMIT) {
-      logger.warning(`the ${what} at ${file} is not a small regular file; the verdict will not be cached`);
-      return null;
-    }
-    return fs.readFileSync(file);
-  } catch (e) {
-    logger.warning(`cannot read the ${what} at ${file} (${e.code || e.message}); the verdict will not be cached`);
-    return null;
-  }
-}
-
-module.exports = { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, readCredential };
+module.exports = { steadyClock, environment, settingsOf, withAbortSignal, capturingBody };

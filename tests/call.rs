@@ -141,6 +141,37 @@ fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_on
 }
 
 #[test]
+fn a_timeout_the_host_reports_is_ours_and_never_the_calls_last_error() {
+    let mut s = settings();
+    s.calls.deadline = Duration::from_secs(20);
+    let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
+    // The host's timer (the timeout this machine set) ended each attempt:
+    // what it holds is our own abort.
+    let own = Reply::Fail {
+        facts: ErrorFacts {
+            timed_out: true,
+            name: Some("AbortError".into()),
+            message: "This operation was aborted".into(),
+            ..ErrorFacts::default()
+        },
+        latency: 5,
+    };
+    let r = run(&mut c, &[status(503), own]);
+    assert!(
+        gave_up(&r).contains("last error: request timed out"),
+        "{}",
+        gave_up(&r)
+    );
+    assert!(matches!(
+        r.outcome,
+        CallOutcome::GiveUp {
+            last_request: None,
+            ..
+        }
+    ));
+}
+
+#[test]
 fn retry_after_is_honoured_on_a_read() {
     let s = settings();
     let mut c = call(&s, CallSpec::method("listNamespacedPod"));

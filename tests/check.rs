@@ -11,6 +11,7 @@ use k8s_auth_preflight::check::{
     Check, CheckAction, CheckInput, Fact, FactError, Level, ProcessFacts, RecordRead,
 };
 use k8s_auth_preflight::config::EnvValue;
+use k8s_auth_preflight::credential::{CredentialFile, FileRead, UserFacts};
 use k8s_auth_preflight::environment::Environment;
 use k8s_auth_preflight::preflight::Request;
 use k8s_auth_preflight::{ErrorFacts, Outcome, ProbeResult, Source, Verdict};
@@ -62,13 +63,18 @@ fn env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, EnvValue<'s
 }
 
 fn new_check(env: &[(&str, EnvValue<'_>)], pid: u32, now: u64) -> Check {
+    let user = UserFacts::token(std::str::from_utf8(TOKEN).unwrap());
+    new_check_of(env, &user, pid, now)
+}
+
+fn new_check_of(env: &[(&str, EnvValue<'_>)], user: &UserFacts, pid: u32, now: u64) -> Check {
     let permissions = k8s_auth_preflight::permission::runner_hooks_permissions();
     Check::new(
         CheckInput {
             environment: &Environment::read(env),
             permissions: &permissions,
             namespace: "ci",
-            credential: Some(TOKEN),
+            user,
             cache_dir: None,
             process: ProcessFacts {
                 pid,
@@ -91,6 +97,15 @@ fn answer(world: &World, request: &Request, now: u64) -> ProbeResult {
                 },
             };
         }
+    }
+    if let Api::BadHeader = world.api {
+        return ProbeResult::Failed {
+            facts: ErrorFacts {
+                codes: vec!["ERR_INVALID_CHAR".into()],
+                message: "Invalid character in header content [\"authorization\"]".into(),
+                ..Default::default()
+            },
+        };
     }
     let allowed = match (world.api, request) {
         (Api::Deny(verb), Request::AccessReview(r)) => r.spec.resource_attributes.verb != verb,
@@ -217,7 +232,14 @@ fn a_cold_step_creates_the_key_takes_the_lock_asks_writes_and_releases() {
         order.windows(2).all(|w| w[0] < w[1]),
         "lock, send, write, release: {order:?}"
     );
-    assert!(trace.warnings().is_empty(), "{:?}", trace.warnings());
+    assert!(
+        !trace
+            .warnings()
+            .iter()
+            .any(|w| w.contains("will not be cached")),
+        "{:?}",
+        trace.warnings()
+    );
     // The lock is gone, the record and the key are there.
     let names: Vec<&String> = world.files.keys().collect();
     assert_eq!(names.len(), 2, "{names:?}");
@@ -545,6 +567,79 @@ fn an_unwritable_folder_is_a_warning_not_a_failure() {
         vec![
             "could not cache the permission verdict in /rt (ENOENT); later steps will check again"
         ]
+    );
+}
+
+#[test]
+fn a_token_file_that_cannot_be_read_is_named_in_the_one_warning_and_in_a_bad_header_error() {
+    let mut world = World::new();
+    world.api = Api::BadHeader;
+    let user = UserFacts {
+        token_file: Some(CredentialFile {
+            path: Some("/var/run/secrets/token".into()),
+            read: FileRead::Failed("EACCES".into()),
+        }),
+        ..UserFacts::default()
+    };
+    let env = env(&[]);
+    let trace = run(
+        &mut world,
+        &mut new_check_of(&env, &user, 100, T0),
+        T0,
+        |_, _| {},
+    );
+    let cached = |w: &&str| w.contains("will not be cached");
+    assert_eq!(
+        trace.warnings().into_iter().filter(cached).collect::<Vec<_>>(),
+        vec!["cannot read the service-account token at /var/run/secrets/token (EACCES); the verdict will not be cached"]
+    );
+    assert!(
+        world.files.keys().all(|f| !f.ends_with(".json")),
+        "no record"
+    );
+    assert!(
+        trace
+            .outcome
+            .message
+            .contains("the token file /var/run/secrets/token"),
+        "{}",
+        trace.outcome.message
+    );
+}
+
+#[test]
+fn an_inline_token_beside_a_token_file_is_the_one_a_bad_header_error_names() {
+    let mut world = World::new();
+    world.api = Api::BadHeader;
+    let user = UserFacts {
+        token: Some("inline-token-0123".into()),
+        token_file: Some(CredentialFile {
+            path: Some("/var/run/secrets/token".into()),
+            read: FileRead::Bytes(b"file-token".to_vec()),
+        }),
+        ..UserFacts::default()
+    };
+    let trace = run(
+        &mut world,
+        &mut new_check_of(&env(&[]), &user, 100, T0),
+        T0,
+        |_, _| {},
+    );
+    assert!(
+        !trace
+            .warnings()
+            .iter()
+            .any(|w| w.contains("will not be cached")),
+        "{:?}",
+        trace.warnings()
+    );
+    assert!(
+        trace
+            .outcome
+            .message
+            .contains("the kubeconfig's inline token"),
+        "{}",
+        trace.outcome.message
     );
 }
 

@@ -361,6 +361,44 @@ fn no_new_hedge_once_the_check_is_stopping() {
 }
 
 #[test]
+fn a_stopping_check_is_not_woken_for_a_hedge_it_will_not_send() {
+    // One review is denied at 50 ms; the others hang. The check waits for
+    // them to time out, not for their hedges' time (100 ms).
+    let mut c = check(settings(Some(100)));
+    let mut exec = None;
+    for _ in 0..13 {
+        match c.poll(T0) {
+            Action::Send {
+                probe,
+                attempt,
+                request: Request::AccessReview(review),
+                ..
+            } => {
+                let a = &review.spec.resource_attributes;
+                if a.verb == "create" && a.subresource == "exec" {
+                    exec = Some((probe, attempt));
+                }
+            }
+            other => panic!("expected a send, got {other:?}"),
+        }
+    }
+    let (probe, attempt) = exec.expect("an exec review");
+    let denied = ProbeResult::Reviewed {
+        allowed: false,
+        reason: None,
+    };
+    assert_eq!(
+        c.on_result(probe, attempt, T0 + 50, denied),
+        Ok(Accepted::Applied)
+    );
+    assert!(matches!(
+        poll_past_debug(&mut c, T0 + 50),
+        Action::Wait { until_ms } if until_ms == T0 + 10_000
+    ));
+    assert_eq!(c.hedges(), 0);
+}
+
+#[test]
 fn the_hedge_setting_is_read_from_the_environment() {
     let env = [
         ("ACTIONS_RUNNER_PREFLIGHT_HEDGE_MS", "250"),

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Duration;
 
 use k8s_auth_preflight::check::{Check, CheckAction, CheckInput, Fact, ProcessFacts};
+use k8s_auth_preflight::credential::UserFacts;
 use k8s_auth_preflight::environment::Environment;
 use k8s_auth_preflight::preflight::{ProbeResult, Request};
 use k8s_auth_preflight::{ErrorFacts, Jitter, PermissionSpec, RandomSource, Settings, Verdict};
@@ -517,7 +518,7 @@ pub fn run_planned(policy: &Policy, scenario: &Scenario, plan: Option<&Plan>) ->
                         environment: &environment,
                         permissions: &permissions,
                         namespace: "ci",
-                        credential: Some(b"replay-service-account-token"),
+                        user: &UserFacts::token("replay-service-account-token"),
                         cache_dir: None,
                         process: ProcessFacts {
                             pid: 1000 + steps.len() as u32,

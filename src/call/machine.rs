@@ -1,7 +1,7 @@
 //! The machine of one call ([`Call`]): its state, `poll`, and the `on_*`
 //! reports.
 
-use crate::retry::{self, Line, SteadyClock, Trouble};
+use crate::retry::{self, InFlight, Line, RequestNumbers, SteadyClock, Trouble};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -56,8 +56,8 @@ pub struct Call {
     end_ms: u64,
     clock: SteadyClock,
     state: State,
-    /// Requests sent (attempts and read-backs).
-    requests: u32,
+    /// The numbers of the requests sent (attempts and read-backs).
+    requests: RequestNumbers,
     /// Attempts of the call sent.
     attempts: u32,
     /// An attempt of this call may have been applied (its write landed).
@@ -65,7 +65,8 @@ pub struct Call {
     /// The failures met: the warning given once, the last error, how
     /// many were retried.
     trouble: Trouble,
-    /// The last request that reported an error (not our timeout).
+    /// The last request that reported an error (not our timeout, whether
+    /// this machine's clock or the host's timer noticed it).
     last_reported: Option<u32>,
     /// Warn, Info and Debug actions not yet returned, oldest first.
     pending: Vec<CallAction>,
@@ -87,26 +88,20 @@ enum State {
     AttemptDue { at_ms: u64 },
     /// A read-back may start at this time; `conflict` got the 409.
     ReadBackDue { at_ms: u64, conflict: u32 },
-    /// A request is out; at `timeout_at` it counts as timed out, and at
-    /// `abandon_at` the host has abandoned it (a read's timeout comes
-    /// first: it is still awaited as a [`Straggler`] while a second copy
-    /// goes out).
-    InFlight {
-        request: u32,
-        sent: Sent,
-        timeout_at: Option<u64>,
-        abandon_at: Option<u64>,
-    },
+    /// A request is out, with its timeout and the time the host abandons
+    /// it (a read's timeout comes first: it is still awaited as a
+    /// [`Straggler`] while a second copy goes out).
+    InFlight { flight: InFlight, sent: Sent },
     /// The call is over: how it ends.
     Over(CallOutcome),
 }
 
-/// A read attempt that timed out and is still awaited.
+/// A read attempt that timed out: no longer waited for, but its answer,
+/// until the host abandons it, is the call's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Straggler {
-    request: u32,
+    flight: InFlight,
     number: u32,
-    abandon_at: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +171,7 @@ impl Call {
             end_ms: deadline_ms.saturating_add(last_wait_ms),
             clock: SteadyClock::starting_at(now_ms),
             state: State::AttemptDue { at_ms: now_ms },
-            requests: 0,
+            requests: RequestNumbers::default(),
             attempts: 0,
             may_have_applied: false,
             trouble: Trouble::default(),
@@ -226,7 +221,7 @@ impl Call {
 
     /// Requests sent so far (attempts and read-backs).
     pub fn requests(&self) -> u32 {
-        self.requests
+        self.requests.last()
     }
 
     /// The outcome, once decided.
@@ -252,29 +247,22 @@ impl Call {
     /// `Wait` or `Done`.
     pub fn poll(&mut self, now_ms: u64) -> CallAction {
         let now = self.clock.observe(now_ms);
-        if self.straggler.is_some_and(|s| now >= s.abandon_at) {
+        if self.straggler.is_some_and(|s| s.flight.abandoned(now)) {
             self.straggler = None;
         }
-        if let State::InFlight {
-            request,
-            sent,
-            timeout_at: Some(at),
-            abandon_at,
-        } = self.state
-        {
-            if now >= at {
-                if let (Sent::Attempt { number }, Some(abandon_at)) = (sent, abandon_at) {
-                    if abandon_at > now {
+        if let State::InFlight { flight, sent } = self.state {
+            if flight.timed_out(now) {
+                if let Sent::Attempt { number } = sent {
+                    if !flight.abandoned(now) {
                         self.straggler = Some(Straggler {
-                            request,
+                            flight: flight.no_longer_awaited(),
                             number,
-                            abandon_at,
                         });
                     }
                 }
                 // Our own timeout: the host holds no error for it.
                 self.last_reported = None;
-                self.failed(request, ErrorFacts::own_timeout(), now);
+                self.failed(flight.request(), ErrorFacts::own_timeout(), now);
             }
         }
         if !self.pending.is_empty() {
@@ -292,7 +280,7 @@ impl Call {
                     self.give_up(now, None);
                     return self.poll(now);
                 }
-                self.requests += 1;
+                let request = self.requests.give_out();
                 self.attempts += 1;
                 let soon = now.saturating_add(self.request_timeout_ms);
                 let abandon_at = match self.operation {
@@ -308,15 +296,14 @@ impl Call {
                     Operation::Read if self.straggler.is_some() => Some(soon),
                     _ => Some(now.saturating_add(self.abandon_after_ms)),
                 };
-                // A read with no answer within the request timeout sends
-                // another copy and keeps awaiting this one (a stale
-                // endpoint hangs; a slow apiserver answers the first).
-                let timeout_at = match self.operation {
-                    Operation::Read => abandon_at.map(|at| at.min(soon)),
-                    _ => abandon_at,
-                };
-                let timeout_ms = abandon_at.map(|at| {
-                    let ms = at - now;
+                let mut flight = InFlight::new(request, now, abandon_at);
+                if self.operation == Operation::Read {
+                    // A read with no answer within the request timeout sends
+                    // another copy and keeps awaiting this one (a stale
+                    // endpoint hangs; a slow apiserver answers the first).
+                    flight = flight.timing_out_by(soon);
+                }
+                let timeout_ms = flight.abandon_after_ms().map(|ms| {
                     match self.operation {
                         // The host aborts a set-up a little before the
                         // machine would, so that its report, which knows
@@ -326,15 +313,13 @@ impl Call {
                     }
                 });
                 self.state = State::InFlight {
-                    request: self.requests,
+                    flight,
                     sent: Sent::Attempt {
                         number: self.attempts,
                     },
-                    timeout_at,
-                    abandon_at,
                 };
                 CallAction::Send {
-                    request: self.requests,
+                    request,
                     attempt: self.attempts,
                     timeout_ms,
                     // A TLS handshake as slow as an answer may be is not cut
@@ -356,15 +341,13 @@ impl Call {
                     self.give_up(now, None);
                     return self.poll(now);
                 }
-                self.requests += 1;
+                let request = self.requests.give_out();
                 self.state = State::InFlight {
-                    request: self.requests,
+                    flight: InFlight::new(request, now, Some(now + timeout_ms)),
                     sent: Sent::ReadBack { conflict },
-                    timeout_at: Some(now + timeout_ms),
-                    abandon_at: Some(now + timeout_ms),
                 };
                 CallAction::ReadBack {
-                    request: self.requests,
+                    request,
                     method,
                     name,
                     namespace: self.spec.namespace.clone(),
@@ -374,8 +357,8 @@ impl Call {
             State::AttemptDue { at_ms } | State::ReadBackDue { at_ms, .. } => CallAction::Wait {
                 until_ms: Some(at_ms),
             },
-            State::InFlight { timeout_at, .. } => CallAction::Wait {
-                until_ms: timeout_at,
+            State::InFlight { flight, .. } => CallAction::Wait {
+                until_ms: flight.next_timeout(),
             },
         }
     }
@@ -516,13 +499,18 @@ impl Call {
         if self.current(request)?.is_none() {
             return Ok(Accepted::Stale);
         }
-        if self.straggler.is_some_and(|s| s.request == request) {
+        if self
+            .straggler
+            .is_some_and(|s| s.flight.request() == request)
+        {
             // The first copy of a read failed after another went out:
             // the other decides.
             self.straggler = None;
             return Ok(Accepted::Stale);
         }
-        self.last_reported = Some(request);
+        // A request the host's timer ended (the timeout this machine set)
+        // holds our own abort, not the API's answer: never the call's last.
+        self.last_reported = (!facts.timed_out).then_some(request);
         self.failed_at(request, facts, stage, now);
         Ok(Accepted::Applied)
     }
@@ -530,18 +518,15 @@ impl Call {
     /// The current request's kind, `None` when `request` is not the one in
     /// flight (stale), an error when it was never sent.
     fn current(&self, request: u32) -> Result<Option<Sent>, BadReport> {
-        if request == 0 || request > self.requests {
+        if !self.requests.gave_out(request) {
             return Err(BadReport::UnknownRequest(request));
         }
         Ok(match (self.state.clone(), self.straggler) {
             (State::Over(_), _) => None,
-            (
-                State::InFlight {
-                    request: r, sent, ..
-                },
-                _,
-            ) if r == request => Some(sent),
-            (_, Some(s)) if s.request == request => Some(Sent::Attempt { number: s.number }),
+            (State::InFlight { flight, sent }, _) if flight.request() == request => Some(sent),
+            (_, Some(s)) if s.flight.request() == request => {
+                Some(Sent::Attempt { number: s.number })
+            }
             _ => None,
         })
     }
@@ -727,12 +712,10 @@ impl Call {
     fn give_up(&mut self, now: u64, note: Option<&str>) {
         // A read's first copy is still out: its answer may yet come.
         if let Some(s) = self.straggler.take() {
-            if s.abandon_at > now {
+            if !s.flight.abandoned(now) {
                 self.state = State::InFlight {
-                    request: s.request,
+                    flight: s.flight.awaited_until_abandoned(),
                     sent: Sent::Attempt { number: s.number },
-                    timeout_at: Some(s.abandon_at),
-                    abandon_at: Some(s.abandon_at),
                 };
                 return;
             }

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Made once from the settings environment (parsed once, here), the
-//! permission table, the namespace, the credential, the host's cache
+//! permission table, the namespace, the user's credentials (one chosen
+//! here), the host's cache
 //! folder, this process's id and host name, and the time. In order:
 //!
 //! 1. **Files** ([`record_file`]): where the record is, then the runner
@@ -56,11 +57,13 @@ pub use lock_file::{HeldLock, ProcessFacts};
 
 use crate::cache::{self, CacheKey};
 use crate::config::Settings;
+use crate::credential::{Credential, UserFacts};
 use crate::environment::Environment;
 use crate::identity::Identity;
 use crate::permission::{self, Permission, PermissionSpec};
 use crate::preflight::{
-    check_namespace, identity_for, BadReport, Outcome, Preflight, SetupError, NO_CREDENTIAL_WARNING,
+    check_namespace, identity_for, BadReport, Outcome, Preflight, ProbeResult, SetupError,
+    NO_CREDENTIAL_WARNING,
 };
 use crate::random::RandomSource;
 use crate::runner_key::{self, KeyFileReport, KeyLocation, KEY_FILE_LEN};
@@ -77,8 +80,9 @@ pub struct CheckInput<'a> {
     pub permissions: &'a [PermissionSpec],
     /// The namespace the permissions are needed in.
     pub namespace: &'a str,
-    /// The credential's bytes (a bearer token or a client key), if any.
-    pub credential: Option<&'a [u8]>,
+    /// What the kubeconfig's current user holds that could be its
+    /// credential; the check chooses ([`Credential::of`]).
+    pub user: &'a UserFacts,
     /// The folder the host named for the record, if any.
     pub cache_dir: Option<&'a str>,
     /// This process, as its lock names it.
@@ -133,7 +137,7 @@ pub struct Check {
     settings: Settings,
     permissions: Vec<Permission>,
     namespace: String,
-    credential: Option<Vec<u8>>,
+    credential: Credential,
     home: Option<String>,
     process: ProcessFacts,
     random: RandomSource,
@@ -158,10 +162,11 @@ impl Check {
         let permissions = permission::flatten(input.permissions)?;
         check_namespace(input.namespace)?;
         let random = RandomSource::for_seed(settings.seed, 0x004c_4f43_4b46_494c);
+        let credential = Credential::of(input.user);
         let mut check = Check {
             permissions,
             namespace: input.namespace.to_string(),
-            credential: input.credential.map(<[u8]>::to_vec),
+            credential,
             home: input.environment.home().map(str::to_string),
             process: input.process,
             random,
@@ -179,8 +184,7 @@ impl Check {
             settings,
         };
         let runner_temp = input.environment.runner_temp();
-        let name = input
-            .credential
+        let name = (check.credential.bytes.as_deref())
             .filter(|_| check.settings.cache_enabled)
             .and_then(Identity::from_credential)
             .map(|identity| {
@@ -270,9 +274,13 @@ impl Check {
                 Fact::Response {
                     probe,
                     attempt,
-                    result,
+                    mut result,
                 },
             ) => {
+                // A message about a bad token says which token.
+                if let ProbeResult::Failed { facts } = &mut result {
+                    facts.credential_source = self.credential.source.clone();
+                }
                 inner.on_result(probe, attempt, now, result)?;
                 Ok(())
             }
@@ -393,14 +401,16 @@ impl Check {
         let (identity, key_warning) = identity_for(
             &self.settings,
             self.home.as_deref(),
-            self.credential.as_deref(),
+            self.credential.bytes.as_deref(),
             report.as_ref(),
         );
         let no_credential = identity.is_none() && self.settings.cache_enabled;
         self.identity = identity;
         self.startup_warnings.extend(key_warning);
         if no_credential {
-            self.startup_warnings.push(NO_CREDENTIAL_WARNING.into());
+            let why = self.credential.warning.as_deref();
+            self.startup_warnings
+                .push(why.unwrap_or(NO_CREDENTIAL_WARNING).to_string());
         }
         let bytes = match (record, &self.record_file) {
             (Pending::Got(read), Some(file)) => {

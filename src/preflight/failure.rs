@@ -58,7 +58,7 @@ impl Preflight {
         }
         if let Class::Fatal { .. } = class {
             self.probes[probe].state = State::Fatal(evidence);
-            self.stopping = true;
+            self.stop();
             return;
         }
         self.note_transient(evidence);

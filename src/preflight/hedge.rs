@@ -26,6 +26,7 @@
 //! never shortens the ride-through; it does count as a request.
 
 use crate::classify::{Class, ErrorFacts};
+use crate::retry::{InFlight, Timer};
 
 /// Copies of one attempt: the request and at most one hedge.
 ///
@@ -36,24 +37,14 @@ use crate::classify::{Class, ErrorFacts};
 /// connection hangs, each extra copy is one more hung socket per check.
 pub const MAX_COPIES: usize = 2;
 
-/// One request of an attempt that is still out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outstanding {
-    /// Its request number (the `attempt` of its `Send`).
-    pub request: u32,
-    /// When it is abandoned as timed out.
-    pub timeout_at_ms: u64,
-}
-
-/// An attempt in flight: the copies still out, and when a hedge is due.
+/// An attempt in flight: the copies still out, each timing out when the
+/// host abandons it; the first also holds the hedge's timer until a hedge
+/// is sent or forgone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
-    copies: Vec<Outstanding>,
+    copies: Vec<InFlight>,
     /// Requests sent for this attempt so far (1 or 2).
     sent: usize,
-    /// When a hedge may be sent; `None`: hedging off, already hedged, or the
-    /// request times out first.
-    hedge_at_ms: Option<u64>,
     /// A fatal failure of a copy while another was still out, with its
     /// class (each failure is classified once).
     held_fatal: Option<(ErrorFacts, Class)>,
@@ -81,17 +72,17 @@ impl Attempt {
         timeout_at_ms: u64,
         hedge_after_ms: Option<u64>,
     ) -> Self {
+        let mut first = InFlight::new(request, now_ms, Some(timeout_at_ms));
         let hedge_at_ms = hedge_after_ms
             .filter(|&after| after > 0)
             .map(|after| now_ms.saturating_add(after))
             .filter(|&at| at < timeout_at_ms);
+        if let Some(at) = hedge_at_ms {
+            first.timers_mut().set(Timer::Hedge, at);
+        }
         Attempt {
-            copies: vec![Outstanding {
-                request,
-                timeout_at_ms,
-            }],
+            copies: vec![first],
             sent: 1,
-            hedge_at_ms,
             held_fatal: None,
             tokens_taken: 0,
         }
@@ -100,7 +91,7 @@ impl Attempt {
     /// True when request number `request` is a copy of this attempt that is
     /// still out (its answer is the attempt's answer).
     pub fn holds(&self, request: u32) -> bool {
-        self.copies.iter().any(|c| c.request == request)
+        self.copies.iter().any(|c| c.request() == request)
     }
 
     /// Requests sent for this attempt (1, or 2 once hedged).
@@ -110,51 +101,60 @@ impl Attempt {
 
     /// When a hedge is due, if one is still to come.
     pub fn hedge_at(&self) -> Option<u64> {
-        self.hedge_at_ms
+        self.copies
+            .iter()
+            .find_map(|c| c.timers().get(Timer::Hedge))
     }
 
     /// True when a hedge is due at `now_ms` (and may be sent).
     pub fn hedge_due(&self, now_ms: u64) -> bool {
-        self.hedge_at_ms.is_some_and(|at| at <= now_ms)
+        self.copies
+            .iter()
+            .any(|c| c.timers().is_due(Timer::Hedge, now_ms))
     }
 
     /// Records the hedge `request`, sent now, abandoned at `timeout_at_ms`.
-    /// No further hedge follows.
+    /// Only a hedge still due goes out: the hedge's timer is the one hedge
+    /// an attempt may have ([`MAX_COPIES`]).
     pub fn add_hedge(&mut self, request: u32, timeout_at_ms: u64) {
-        self.hedge_at_ms = None;
-        if self.sent < MAX_COPIES {
-            self.sent += 1;
-            self.copies.push(Outstanding {
-                request,
-                timeout_at_ms,
-            });
-        }
+        // The check sends a hedge at the first poll from its due time; that
+        // time stands for when it went out (nothing decides on it).
+        let Some(due_ms) = self.hedge_at() else {
+            return;
+        };
+        self.forgo_hedge();
+        self.sent += 1;
+        self.copies
+            .push(InFlight::new(request, due_ms, Some(timeout_at_ms)));
     }
 
     /// No hedge for this attempt after all (the check is stopping, or the
     /// quota cannot pay for it).
     pub fn forgo_hedge(&mut self) {
-        self.hedge_at_ms = None;
+        for copy in &mut self.copies {
+            copy.timers_mut().clear(Timer::Hedge);
+        }
     }
 
-    /// The earliest time a copy times out.
+    /// When the check must next be polled for this attempt: the earliest
+    /// timer of its copies (a timeout, or the hedge).
     pub fn next_timeout(&self) -> Option<u64> {
-        self.copies.iter().map(|c| c.timeout_at_ms).min()
+        self.copies.iter().filter_map(InFlight::next_timeout).min()
     }
 
     /// A copy that has timed out at `now_ms`, if any.
     pub fn timed_out(&self, now_ms: u64) -> Option<u32> {
         self.copies
             .iter()
-            .find(|c| c.timeout_at_ms <= now_ms)
-            .map(|c| c.request)
+            .find(|c| c.timed_out(now_ms))
+            .map(InFlight::request)
     }
 
     /// Copy `request` failed with `facts`, which the classifier put in
     /// `class` (a fatal class: not worth a retry).
     pub fn fail(&mut self, request: u32, facts: &ErrorFacts, class: &Class) -> AfterFailure {
         let fatal = matches!(class, Class::Fatal { .. });
-        self.copies.retain(|c| c.request != request);
+        self.copies.retain(|c| c.request() != request);
         if !self.copies.is_empty() {
             if fatal && self.held_fatal.is_none() {
                 self.held_fatal = Some((facts.clone(), class.clone()));
@@ -230,6 +230,32 @@ mod tests {
             a.fail(1, &refused(), &transient()),
             AfterFailure::Failed(refused(), transient())
         );
+    }
+
+    #[test]
+    fn the_hedge_wakes_the_check_first_until_it_is_forgone() {
+        let mut a = Attempt::start(1, 1_000, 11_000, Some(200));
+        assert_eq!(a.next_timeout(), Some(1_200));
+        a.forgo_hedge();
+        assert_eq!(a.next_timeout(), Some(11_000));
+        assert!(!a.hedge_due(5_000));
+        // A forgone hedge is not sent later either.
+        a.add_hedge(2, 12_000);
+        assert_eq!(a.sent(), 1);
+        assert!(!a.holds(2));
+    }
+
+    #[test]
+    fn a_hedged_attempt_wakes_at_its_first_copys_timeout_then_the_hedges() {
+        let mut a = Attempt::start(1, 0, 10_000, Some(100));
+        a.add_hedge(2, 10_100);
+        assert_eq!(a.hedge_at(), None);
+        assert_eq!(a.next_timeout(), Some(10_000));
+        assert_eq!(a.timed_out(10_000), Some(1));
+        assert_eq!(a.fail(1, &refused(), &transient()), AfterFailure::StillOut);
+        assert_eq!(a.next_timeout(), Some(10_100));
+        assert_eq!(a.timed_out(10_099), None);
+        assert_eq!(a.timed_out(10_100), Some(2));
     }
 
     #[test]

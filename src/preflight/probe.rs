@@ -9,7 +9,7 @@ use crate::millis;
 use crate::permission::Permission;
 use crate::preflight::hedge::Attempt;
 use crate::preflight::retry_quota::{self, RetryQuota};
-use crate::retry::Line;
+use crate::retry::{Line, RequestNumbers};
 use crate::schedule::Backoff;
 
 /// What a probe asks.
@@ -53,9 +53,8 @@ pub(super) struct ProbeRun {
     /// Its attempts: their schedule, the check's start and deadline.
     pub(super) line: Line,
     pub(super) state: State,
-    /// Requests sent for this probe: the last request number given out
-    /// (hedges have their own).
-    pub(super) attempt: u32,
+    /// The numbers of its requests (hedges have their own).
+    pub(super) requests: RequestNumbers,
     /// Retry-quota tokens the next attempt took when it was scheduled.
     pub(super) tokens_for_next: u32,
     /// Answers `allowed: false` with an evaluation error so far.
@@ -71,7 +70,7 @@ impl ProbeRun {
             probe,
             line: Line::new(backoff, now_ms),
             state: State::Due { at_ms: now_ms },
-            attempt: 0,
+            requests: RequestNumbers::default(),
             tokens_for_next: 0,
             evaluation_errors: 0,
             evaluation_error: None,
@@ -103,7 +102,7 @@ impl Preflight {
                         // Most of this check's requests fail: stop
                         // retrying, as the AWS SDKs' retry quota does.
                         run.state = State::Exhausted;
-                        self.stopping = true;
+                        self.stop();
                         self.quota_spent = true;
                         return;
                     }
@@ -115,7 +114,7 @@ impl Preflight {
             }
             None => {
                 run.state = State::Exhausted;
-                self.stopping = true;
+                self.stop();
             }
         }
     }
@@ -132,8 +131,19 @@ impl Preflight {
         }
     }
 
-    pub(super) fn stop_everything(&mut self) {
+    /// No new attempt, and no hedge: a stopping check only waits for what
+    /// is out, so the hedges' timers are cleared and no longer wake it.
+    pub(super) fn stop(&mut self) {
         self.stopping = true;
+        for run in &mut self.probes {
+            if let State::InFlight(attempt) = &mut run.state {
+                attempt.forgo_hedge();
+            }
+        }
+    }
+
+    pub(super) fn stop_everything(&mut self) {
+        self.stop();
         for run in &mut self.probes {
             if matches!(
                 run.state,
@@ -161,15 +171,15 @@ impl Preflight {
             .iter()
             .position(|run| matches!(run.state, State::Due { at_ms } if at_ms <= now))?;
         let run = &mut self.probes[index];
-        run.attempt += 1;
+        let request = run.requests.give_out();
         let hedge_after = self.settings.hedge_after.map(millis);
-        let mut attempt = Attempt::start(run.attempt, now, now + timeout_ms, hedge_after);
+        let mut attempt = Attempt::start(request, now, now + timeout_ms, hedge_after);
         attempt.tokens_taken = std::mem::take(&mut run.tokens_for_next);
         run.state = State::InFlight(attempt);
         self.requests += 1;
         Some(Action::Send {
             probe: index,
-            attempt: run.attempt,
+            attempt: request,
             request: request_for(&run.probe, &self.namespace),
             timeout_ms,
         })
@@ -196,13 +206,13 @@ impl Preflight {
                 }
                 attempt.tokens_taken += retry_quota::RETRY_COST;
             }
-            run.attempt += 1;
-            attempt.add_hedge(run.attempt, now + timeout_ms);
+            let request = run.requests.give_out();
+            attempt.add_hedge(request, now + timeout_ms);
             self.requests += 1;
             self.hedges += 1;
             return Some(Action::Send {
                 probe: index,
-                attempt: run.attempt,
+                attempt: request,
                 request: request_for(&run.probe, &self.namespace),
                 timeout_ms,
             });
@@ -214,10 +224,7 @@ impl Preflight {
             .iter()
             .filter_map(|run| match &run.state {
                 State::Due { at_ms } if !self.stopping => Some(*at_ms),
-                State::InFlight(a) => {
-                    let hedge = a.hedge_at().filter(|_| !self.stopping);
-                    [a.next_timeout(), hedge].into_iter().flatten().min()
-                }
+                State::InFlight(a) => a.next_timeout(),
                 _ => None,
             })
             .fold(self.deadline_ms, u64::min)

@@ -143,7 +143,7 @@ impl Preflight {
             }
         }
         self.probes[probe].state = State::Denied;
-        self.stopping = true;
+        self.stop();
     }
 
     /// An answer that is not of the documented shape: for the rules review,
@@ -155,7 +155,7 @@ impl Preflight {
             self.probes[probe].state = State::Fatal(format!(
                 "the SelfSubjectAccessReview's answer is malformed ({why})"
             ));
-            self.stopping = true;
+            self.stop();
         }
     }
 }

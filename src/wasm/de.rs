@@ -83,6 +83,13 @@ pub fn read<W: DeserializeOwned>(value: &JsValue) -> Result<W, Bad> {
     W::deserialize(In(value.clone()))
 }
 
+/// The field `key` of `object` as `W`, a bad one named by its key. For
+/// an object read field by field: a type read this way adds no reader of
+/// its own to the `.wasm` beyond its fields'.
+pub fn read_field<W: DeserializeOwned>(object: &JsValue, key: &str) -> Result<W, Bad> {
+    read(&field(object, key)?).map_err(|e| e.at(key))
+}
+
 /// One JS value being read.
 struct In(JsValue);
 

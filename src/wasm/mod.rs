@@ -17,7 +17,9 @@
 mod de;
 mod wire;
 
-use js_sys::{Reflect, Uint8Array};
+use js_sys::Reflect;
+#[cfg(feature = "test-exports")]
+use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
 use crate::cache_folder::RUNNER_TEMP;
@@ -64,27 +66,27 @@ pub struct WasmCheck {
 }
 
 impl WasmCheck {
-    /// A check of `settings` (a `Settings`); `credential` a string, a
-    /// Uint8Array or null; `cacheDir` a string or null; `process` `{pid,
+    /// A check of `settings` (a `Settings`); `user` the current user's
+    /// credential candidates (see `wire::user_facts`), or null; `cacheDir` a string or null; `process` `{pid,
     /// host}`. JS starts one with `startCheck`.
     pub fn new(
         settings: &WasmSettings,
         permissions: JsValue,
         namespace: &str,
-        credential: &JsValue,
+        user: &JsValue,
         cache_dir: &JsValue,
         process: &JsValue,
         now_ms: f64,
     ) -> Result<WasmCheck, JsValue> {
         let permissions: Vec<PermissionSpec> = read(&permissions, "permissions", de::read)?;
-        let credential = bytes(credential);
+        let user = read(user, "user", wire::user_facts)?;
         let cache_dir = cache_dir.as_string();
         let process = read(process, "process", de::read)?;
         let input = CheckInput {
             environment: &settings.environment,
             permissions: &permissions,
             namespace,
-            credential: credential.as_deref(),
+            user: &user,
             cache_dir: cache_dir.as_deref(),
             process,
         };
@@ -113,7 +115,7 @@ impl WasmCheck {
     }
 }
 
-/// `startCheck(settings, permissions, namespace, credential, cacheDir, process, nowMs)`:
+/// `startCheck(settings, permissions, namespace, user, cacheDir, process, nowMs)`:
 /// `[check, actions]`: a new `Check` (the arguments of `WasmCheck::new`)
 /// and its first actions (what `check.step(nowMs, [])` returns), in one
 /// crossing instead of two.
@@ -122,7 +124,7 @@ pub fn start_check(
     settings: &WasmSettings,
     permissions: JsValue,
     namespace: &str,
-    credential: &JsValue,
+    user: &JsValue,
     cache_dir: &JsValue,
     process: &JsValue,
     now_ms: f64,
@@ -131,7 +133,7 @@ pub fn start_check(
         settings,
         permissions,
         namespace,
-        credential,
+        user,
         cache_dir,
         process,
         now_ms,
@@ -306,6 +308,7 @@ fn thrown_message(thrown: &JsValue) -> String {
 }
 
 /// A string or Uint8Array as bytes; anything else is "none".
+#[cfg(feature = "test-exports")]
 fn bytes(value: &JsValue) -> Option<Vec<u8>> {
     if let Some(s) = value.as_string() {
         return Some(s.into_bytes());

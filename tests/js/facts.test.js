@@ -328,15 +328,15 @@ test('redaction: the credential, and every piece of it of 8 characters or more, 
   assert.equal(redactor('abc')('abc abc'), 'abc abc');
 });
 
-test('errorDescriber: redacted facts, through the cause chain, with the credential source', () => {
+test('errorDescriber: redacted facts, through the cause chain; the core names the credential source', () => {
   const token = 'sa-token-0123456789abcdef';
   const cause = Object.assign(new Error(`inner ${token}`), { code: 'UND_ERR_SOCKET' });
   const e = new TypeError(`Headers.append: "Bearer ${token}\u0000" is an invalid header value.`, { cause });
-  const facts = errorDescriber(token, 'the token file /run/token')(e, false);
+  const facts = errorDescriber(token)(e, false);
   assert.equal(facts.message, 'Headers.append: "Bearer <redacted>" is an invalid header value.: inner <redacted>');
-  assert.equal(facts.credentialSource, 'the token file /run/token');
+  assert.equal(facts.credentialSource, undefined, 'the shim does not know which credential the core chose');
   assert.deepEqual(facts.codes, ['UND_ERR_SOCKET']);
-  const cls = classify({ ...facts, codes: [] });
+  const cls = classify({ ...facts, codes: [], credentialSource: 'the token file /run/token' });
   assert.equal(cls.kind, 'fatal');
   assert.match(cls.why, /not allowed in an HTTP header, such as a trailing newline \(the token comes from the token file \/run\/token\)/);
 });

@@ -37,6 +37,39 @@
  *   client's socket closed before the 101 (the command ran; nobody heard).
  * These are for "did the command start?" tests: the apiserver.js `trickle`
  * phase, by contrast, delays the upgrade before the command starts.
+ *
+ * A stream closed with no status: an entry's `closeWithoutStatus: true`
+ * makes the server, when the command ends, send what it printed and then a
+ * normal WebSocket close (code 1000) with no status frame, as a proxy or an
+ * apiserver that lost its kubelet connection may; the exec's outcome is
+ * 'closed-without-status' (exitCode still says how the command ended).
+ *
+ * 'exited' means the status was written to the socket, not that it arrived:
+ * after a reset the server only learns of the cut when it next writes. Once
+ * the socket has closed, exec.closeCode is the WebSocket close code the
+ * server saw: 1000 when the client answered the close, 1006 when the
+ * connection ended without a close frame.
+ *
+ * A real container (the server's `podRoot` option, a directory; see
+ * apiserver-container.js for the pod folders and the process environment):
+ * the command runs as a local process in its pod's folder, in a process group
+ * of its own. Stdin frames are written to its stdin, which ends at [255, 0]
+ * (v5) or when the socket closes; stdout and stderr go out as frames as they
+ * are produced (the process is slowed down, not the buffer grown, when the
+ * client reads slowly); once it has ended and its pipes are closed, the
+ * status channel carries the shapes above, a signal death being a Failure
+ * with 128 + the signal's number (exec.signal names it). Then the socket
+ * closes. When the client's socket closes first, the process is not killed:
+ * the server closes its ends of the process's pipes, as kubelet and the
+ * container runtime do, and the outcome is 'stream-cut' (exec.pid, and later
+ * exec.exitCode and exec.exitedAtMs, still tell what the process did). The
+ * upgrade faults above start the process too: with `upgradeStatus` or
+ * apiserver.js's `applyThenCut` it runs with its pipes closed from the start;
+ * with `delayUpgradeMs` what it prints before the 101 waits in its pipes. An
+ * entry's stdout, stderr, exitCode and delayMs are not used (the command
+ * says); its fault fields are. A command that cannot be started (no such
+ * file) gets a Failure status with reason InternalError, code 500, and the
+ * outcome 'start-failed'.
  */
 
 const http = require('node:http');
@@ -53,6 +86,10 @@ const CLOSE = 255;
 
 // A tar copy of a workspace is small in these tests; this bounds a runaway client.
 const MAX_STDIN_BYTES = 16 * 1024 * 1024;
+// Output queued for a slow client beyond this pauses the process's pipe.
+const OUTPUT_HIGH_WATER = 1024 * 1024;
+// How long close() waits for the streams it ended to report their end.
+const STREAM_END_WAIT_MS = 1000;
 
 function checkExecProtocols(value) {
   if (value === undefined || value === null) return [...PROTOCOLS];
@@ -84,6 +121,9 @@ function checkExecResults(value) {
     }
     if (r.upgradeFaultTimes !== undefined && !(Number.isInteger(r.upgradeFaultTimes) && r.upgradeFaultTimes >= 0)) {
       throw new RangeError(`upgradeFaultTimes must be a non-negative integer, got ${JSON.stringify(r.upgradeFaultTimes)}`);
+    }
+    if (r.closeWithoutStatus !== undefined && typeof r.closeWithoutStatus !== 'boolean') {
+      throw new TypeError(`closeWithoutStatus must be a boolean, got ${JSON.stringify(r.closeWithoutStatus)}`);
     }
   }
   return value.map((r) => {
@@ -131,6 +171,22 @@ function exitStatus(command, exitCode) {
   };
 }
 
+/** The Status of a command the container could not start, as a runtime's error comes back. */
+function startFailedStatus(command, err) {
+  const message =
+    err && err.code === 'ENOENT'
+      ? `exec: "${command[0]}": executable file not found in $PATH`
+      : `exec: "${command[0]}": ${(err && err.message) || 'could not start'}`;
+  return {
+    metadata: {},
+    status: 'Failure',
+    message: `Internal error occurred: error executing command in container: ${message}`,
+    reason: 'InternalError',
+    details: { causes: [{ message }] },
+    code: 500,
+  };
+}
+
 function frame(channel, payload) {
   const body = Buffer.isBuffer(payload) ? payload : Buffer.from(String(payload), 'utf8');
   return Buffer.concat([Buffer.from([channel]), body]);
@@ -138,14 +194,36 @@ function frame(channel, payload) {
 
 /**
  * Makes the upgrade handler of one server. `later(ms, fn)` is the server's
- * unref'd timer; `settings()` returns { execResults, execProtocols } now.
+ * unref'd timer; `settings()` returns { execResults, execProtocols } now;
+ * `container` (apiserver-container.js), when given, runs the commands for real.
  * upgrade(req, socket, head, exec, query, onOpen) completes the WebSocket
  * handshake and runs the exec; `exec` is the server's log entry for it ({ pod, container,
  * command, ... }): it gains protocol, stdin (utf8), stdinBytes, outcome
  * ('running', then 'exited' with exitCode, or 'stream-lost' when the socket
  * closed before the status went out) and endedAtMs.
  */
-function createExecHandler({ later, settings }) {
+function createExecHandler({ later, settings, container = null }) {
+  // The started process of each exec log entry (real container only).
+  const processes = new WeakMap();
+  // Each open stream's end, so that close() can wait until the log says how they ended.
+  const streamEnds = new Set();
+  const track = (ws) => {
+    const ended = new Promise((resolve) => ws.once('close', resolve));
+    streamEnds.add(ended);
+    ended.then(() => streamEnds.delete(ended));
+  };
+
+  // The command starts: logged by `onOpen`, and with a real container, spawned.
+  const begin = (exec, query, onOpen) => {
+    onOpen();
+    if (container) processes.set(exec, container.start(exec, query));
+  };
+  // Nobody will read or write this exec's pipes: close them, leave the process be.
+  const cutProcess = (exec) => {
+    const proc = processes.get(exec);
+    if (proc) proc.cut();
+  };
+
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
@@ -174,18 +252,25 @@ function createExecHandler({ later, settings }) {
     const result = resultFor(settings().execResults, exec.command);
     if (result.upgradeFaultsLeft > 0) {
       result.upgradeFaultsLeft -= 1;
-      if (result.upgradeStatus !== undefined) return startThenStatus(socket, exec, onOpen, result.upgradeStatus);
+      if (result.upgradeStatus !== undefined) return startThenStatus(socket, exec, onOpen, result.upgradeStatus, query);
       return startThenLate101(req, socket, head, exec, query, onOpen, result.delayUpgradeMs);
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      onOpen();
+      begin(exec, query, onOpen);
       run(ws, exec, query);
     });
   }
 
+  /** The command starts and no stream will ever carry it (apiserver.js's applyThenCut). */
+  function startLost(exec, query, onOpen) {
+    begin(exec, query, onOpen);
+    cutProcess(exec);
+  }
+
   // The command started; the upgrade is answered `code` instead of 101.
-  function startThenStatus(socket, exec, onOpen, code) {
-    onOpen();
+  function startThenStatus(socket, exec, onOpen, code, query) {
+    begin(exec, query, onOpen);
+    cutProcess(exec);
     exec.outcome = 'answer-status';
     exec.upgradeStatus = code;
     exec.endedAtMs = Date.now();
@@ -214,13 +299,14 @@ function createExecHandler({ later, settings }) {
 
   // The command started; the 101 goes out `delayMs` later (if the socket is still open).
   function startThenLate101(req, socket, head, exec, query, onOpen, delayMs) {
-    onOpen();
+    begin(exec, query, onOpen);
     exec.outcome = 'running';
     exec.upgradeDelayedMs = delayMs;
     const lost = () => {
       if (exec.outcome !== 'running' || exec.protocol !== null) return;
-      exec.outcome = 'stream-lost';
+      exec.outcome = container ? 'stream-cut' : 'stream-lost';
       exec.endedAtMs = Date.now();
+      cutProcess(exec);
     };
     socket.once('close', lost);
     later(delayMs, () => {
@@ -234,6 +320,8 @@ function createExecHandler({ later, settings }) {
   }
 
   function run(ws, exec, query) {
+    track(ws);
+    if (container) return runReal(ws, exec, query);
     exec.protocol = ws.protocol;
     exec.outcome = 'running';
     const stdinChunks = [];
@@ -260,8 +348,11 @@ function createExecHandler({ later, settings }) {
         const exitCode = result.exitCode === undefined ? 0 : result.exitCode;
         if (query.stdout && result.stdout) ws.send(frame(STDOUT, result.stdout));
         if (query.stderr && result.stderr) ws.send(frame(STDERR, result.stderr));
-        ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exitCode))));
-        exec.outcome = 'exited';
+        if (result.closeWithoutStatus) exec.outcome = 'closed-without-status';
+        else {
+          ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exitCode))));
+          exec.outcome = 'exited';
+        }
         exec.exitCode = exitCode;
         exec.endedAtMs = Date.now();
         ws.close(1000);
@@ -283,7 +374,8 @@ function createExecHandler({ later, settings }) {
       }
       // channel 4 (resize) and anything else: ignored
     });
-    ws.on('close', () => {
+    ws.on('close', (code) => {
+      exec.closeCode = code;
       if (exec.outcome === 'running') {
         finishStdin();
         exec.outcome = 'stream-lost';
@@ -294,7 +386,129 @@ function createExecHandler({ later, settings }) {
     if (stdinDone) answer();
   }
 
-  return { upgrade, chooseProtocol, close: () => wss.close() };
+  // The exec served by a local process (the real container).
+  function runReal(ws, exec, query) {
+    exec.protocol = ws.protocol;
+    exec.outcome = 'running';
+    const proc = processes.get(exec);
+    const { child } = proc;
+    const stdinChunks = [];
+    let stdinBytes = 0;
+    let finished = false;
+
+    const finishStdin = () => {
+      exec.stdin = Buffer.concat(stdinChunks).toString('utf8');
+      exec.stdinBytes = stdinBytes;
+    };
+
+    // Output frames as produced; the process waits while the client is behind.
+    // Both streams share the socket's queue, so any send that completes may resume either.
+    const outputs = [proc.stdout, proc.stderr].filter(Boolean);
+    const resumeOutputs = () => {
+      if (ws.bufferedAmount >= OUTPUT_HIGH_WATER) return;
+      for (const stream of outputs) if (stream.isPaused()) stream.resume();
+    };
+    const forward = (stream, channel) => {
+      if (!stream) return;
+      stream.on('data', (chunk) => {
+        if (ws.readyState !== ws.OPEN) return;
+        ws.send(frame(channel, chunk), resumeOutputs);
+        if (ws.bufferedAmount >= OUTPUT_HIGH_WATER) stream.pause();
+      });
+    };
+    let waitingForStdin = false;
+    const stdinReady = () => {
+      if (!waitingForStdin) return;
+      waitingForStdin = false;
+      child.stdin.off('drain', stdinReady);
+      child.stdin.off('close', stdinReady);
+      ws.resume();
+    };
+
+    const end = (outcome) => {
+      if (finished) return;
+      finished = true;
+      finishStdin();
+      exec.outcome = outcome;
+      exec.endedAtMs = Date.now();
+    };
+
+    ws.on('message', (data) => {
+      const buf = Buffer.isBuffer(data) ? data : Buffer.from(data);
+      if (buf.length === 0 || finished) return;
+      const channel = buf[0];
+      if (channel === STDIN && child.stdin && !child.stdin.writableEnded) {
+        const payload = buf.subarray(1);
+        stdinBytes += payload.length;
+        if (stdinBytes <= MAX_STDIN_BYTES) stdinChunks.push(payload);
+        if (!child.stdin.destroyed && !child.stdin.write(payload) && !waitingForStdin) {
+          // The socket waits until the process has read what it has.
+          waitingForStdin = true;
+          ws.pause();
+          child.stdin.on('drain', stdinReady);
+          child.stdin.on('close', stdinReady);
+        }
+      } else if (channel === CLOSE && buf[1] === STDIN && child.stdin && !child.stdin.writableEnded) {
+        child.stdin.end();
+      }
+      // channel 4 (resize) and anything else: ignored
+    });
+    ws.on('close', (code) => {
+      exec.closeCode = code;
+      if (finished) return;
+      end('stream-cut');
+      proc.cut();
+    });
+    ws.on('error', () => {});
+
+    if (proc.failed) {
+      end('start-failed');
+      ws.send(frame(STATUS, JSON.stringify(startFailedStatus(exec.command, proc.failed))));
+      ws.close(1000);
+      return;
+    }
+    forward(proc.stdout, STDOUT);
+    forward(proc.stderr, STDERR);
+    proc.closed.then(() => {
+      if (finished) return;
+      if (proc.failed) {
+        end('start-failed');
+        if (ws.readyState !== ws.OPEN) return;
+        ws.send(frame(STATUS, JSON.stringify(startFailedStatus(exec.command, proc.failed))));
+        ws.close(1000);
+        return;
+      }
+      const result = resultFor(settings().execResults, exec.command);
+      if (ws.readyState !== ws.OPEN) {
+        end('stream-cut');
+        return;
+      }
+      if (result.closeWithoutStatus) end('closed-without-status');
+      else {
+        ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exec.exitCode))));
+        end('exited');
+      }
+      ws.close(1000);
+    });
+  }
+
+  /** A pod was deleted: its processes are killed (real container); returns how many. */
+  function podDeleted(namespace, pod) {
+    return container ? container.killPod(namespace, pod) : 0;
+  }
+
+  /** Stops serving; with a real container, kills every process it started (bounded). */
+  async function close() {
+    wss.close();
+    if (container) await container.closeAll();
+    // Not the server's `later`: close() clears those timers.
+    let timer;
+    const bound = new Promise((resolve) => (timer = setTimeout(resolve, STREAM_END_WAIT_MS)));
+    await Promise.race([Promise.all([...streamEnds]), bound]);
+    clearTimeout(timer);
+  }
+
+  return { upgrade, startLost, chooseProtocol, podDeleted, close };
 }
 
 module.exports = { createExecHandler, checkExecProtocols, checkExecResults, parseExecQuery, PROTOCOLS };

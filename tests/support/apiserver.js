@@ -90,6 +90,14 @@
  *   apiserver sends (message `Pod "Bad_Name" is invalid: metadata.name:
  *   Invalid value: ...`, details.causes with field metadata.name), before
  *   admission and before a 409 for a name in use. Settable with configure().
+ * - `podRoot` (a directory; default none) gives exec a real container: each
+ *   pod a folder, each exec a local process, a cut stream leaving it running
+ *   with its pipes closed, a deleted pod killing its processes, close()
+ *   killing every process the server started (apiserver-exec.js and
+ *   apiserver-container.js). `server.podFolder(namespace, name)` names a
+ *   pod's folder; `server.execs` entries gain pid, signal, exitedAtMs and
+ *   killedBy ('pod-deleted', 'server-closed' or null). Without it an exec
+ *   runs nothing and `execResults` script what it prints.
  * - Pods, secrets and exec obey the Role like the reviews do: a verb the Role
  *   does not grant gets 403 Forbidden (exec is authorized as `create` on
  *   pods/exec). An exec needs the pod to exist (else the upgrade is answered
@@ -127,6 +135,7 @@ const path = require('node:path');
 
 const { createObjectStore, parseObjectPath } = require('./apiserver-objects');
 const { createExecHandler, checkExecProtocols, checkExecResults, parseExecQuery } = require('./apiserver-exec');
+const { createPodContainer } = require('./apiserver-container');
 
 const HOST = '127.0.0.1';
 const CERT_DIR = path.join(__dirname, 'certs');
@@ -358,6 +367,12 @@ const delay = (ms) =>
 // ---------------------------------------------------------------------------
 // The server
 
+function checkPodRoot(value) {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'string' || value === '') throw new TypeError(`podRoot must be a directory path, got ${JSON.stringify(value)}`);
+  return true;
+}
+
 /**
  * Start the fake apiserver.
  *
@@ -375,6 +390,7 @@ const delay = (ms) =>
  * @param {number} [options.podRunningAfterMs=1000] a pod's phase is Pending this long after its create, then Running
  * @param {object[]} [options.execResults=[]] what an exec prints and how it exits (apiserver-exec.js)
  * @param {string[]} [options.execProtocols] the exec subprotocols allowed, in order of preference (all by default)
+ * @param {string|null} [options.podRoot=null] a directory: execs run for real, each pod in a folder of its own (see the header)
  * @param {{match: object, timeline: object[]}[]} [options.triggers=[]] armed at start (see armTrigger)
  * @param {number} [options.port=0] 0 picks a free port
  * @param {string} [options.phase='healthy'] initial phase
@@ -418,7 +434,8 @@ async function startApiServer(options = {}) {
   const requests = [];
   const execs = [];
   const store = createObjectStore(() => config);
-  const execHandler = createExecHandler({ later, settings: () => config });
+  const container = checkPodRoot(options.podRoot) ? createPodContainer({ podRoot: options.podRoot }) : null;
+  const execHandler = createExecHandler({ later, settings: () => config, container });
 
   const httpsServer = https.createServer({ key: keyPem, cert: certPem });
   httpsServer.on('connection', (socket) => {
@@ -990,6 +1007,7 @@ async function startApiServer(options = {}) {
       result = store.list(object.resource, object.namespace, new URLSearchParams(search).get('labelSelector'));
     } else {
       result = store.remove(object.resource, object.namespace, object.name);
+      if (object.resource === 'pods' && result.code === 200) execHandler.podDeleted(object.namespace, object.name);
     }
     if (result.status) {
       const [reason, message, details] = result.status;
@@ -1107,12 +1125,13 @@ async function startApiServer(options = {}) {
       outcome: 'opening',
       exitCode: null,
       endedAtMs: null,
+      closeCode: null,
     };
     if (lose) {
       entry.status = 'cut';
+      execHandler.startLost(exec, query, () => execs.push(exec));
       exec.outcome = 'answer-lost';
       exec.endedAtMs = Date.now();
-      execs.push(exec);
       socket.destroy();
       return;
     }
@@ -1234,7 +1253,7 @@ async function startApiServer(options = {}) {
     state.closed = true;
     cancelTimeline();
     disarmTriggers();
-    execHandler.close();
+    const execsClosed = execHandler.close();
     for (const timer of state.timers) clearTimeout(timer);
     state.timers.clear();
     if (state.refuseKeepAlive) {
@@ -1248,6 +1267,7 @@ async function startApiServer(options = {}) {
       await stopListening();
     }
     destroyAllSockets();
+    await execsClosed;
   }
 
   const handle = {
@@ -1274,9 +1294,16 @@ async function startApiServer(options = {}) {
     get phaseHistory() {
       return state.phaseHistory;
     },
-    /** Every exec whose WebSocket opened: { atMs, pod, container, command, stdin, stdinBytes, protocol, outcome, exitCode, ... }. */
+    /**
+     * Every exec whose command started: { atMs, pod, container, command, stdin, stdinBytes, protocol, outcome,
+     * exitCode, closeCode, ... }; with `podRoot` also pid, signal, exitedAtMs, killedBy (apiserver-exec.js).
+     */
     get execs() {
       return execs;
+    },
+    /** The folder of a pod's processes with `podRoot` (made at its first exec), else null. */
+    podFolder(namespace, name) {
+      return container ? container.folderFor(namespace, name) : null;
     },
     /** Every create and delete that reached the store: { atMs, op, resource, namespace, name, code }. */
     get objectLog() {
@@ -1370,6 +1397,8 @@ async function main(argv) {
   const stop = async (why, exitCode) => {
     if (stopping) return;
     stopping = true;
+    // Closed first, so that the log says how the processes of a real container ended.
+    await server.close();
     if (args.log) {
       const log = {
         stoppedBy: why,
@@ -1383,7 +1412,6 @@ async function main(argv) {
       };
       fs.writeFileSync(args.log, `${JSON.stringify(log, null, 2)}\n`);
     }
-    await server.close();
     process.exit(exitCode);
   };
 

@@ -1506,3 +1506,420 @@ describe('slow answers, admission denials and name validation', { timeout: 30_00
     assert.deepEqual(logOf('Bad_Name'), ['create 201', 'create 422']);
   });
 });
+
+// ---------------------------------------------------------------------------
+// The real container (podRoot) and the stream closed with no status, through
+// the `ws` package directly: a test has to cut the stream itself, which
+// client-node's Exec does not let it do.
+
+const WebSocket = require('ws');
+const { markedPids } = require('./apiserver-container');
+
+/**
+ * Opens an exec stream with `ws`: { ws, frames, done }. `frames` gathers
+ * { stdout, stderr, statuses } (Buffers and parsed Status objects) as they
+ * come; `done` resolves { code } when the socket closed (1006: no close frame).
+ */
+function openExec(server, pod, command, { stdin = false, protocol = 'v5.channel.k8s.io' } = {}) {
+  const q = new URLSearchParams();
+  for (const part of command) q.append('command', part);
+  q.set('container', 'job');
+  q.set('stdout', 'true');
+  q.set('stderr', 'true');
+  if (stdin) q.set('stdin', 'true');
+  const ws = new WebSocket(`wss://127.0.0.1:${server.port}/api/v1/namespaces/ci/pods/${pod}/exec?${q}`, [protocol], {
+    ca: server.caPem,
+    headers: { authorization: 'Bearer test-token' },
+    perMessageDeflate: false,
+  });
+  const frames = { stdout: [], stderr: [], statuses: [], text: (name) => Buffer.concat(frames[name]).toString('utf8') };
+  ws.on('message', (data) => {
+    const buf = Buffer.from(data);
+    if (buf[0] === 1) frames.stdout.push(buf.subarray(1));
+    else if (buf[0] === 2) frames.stderr.push(buf.subarray(1));
+    else if (buf[0] === 3) frames.statuses.push(JSON.parse(buf.subarray(1).toString('utf8')));
+  });
+  ws.on('error', () => {});
+  const opened = new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+    ws.once('error', reject);
+  });
+  const done = new Promise((resolve) => ws.once('close', (code) => resolve({ code })));
+  // Bounds every wait on this stream.
+  const guard = setTimeout(() => ws.terminate(), 15_000);
+  guard.unref();
+  return { ws, frames, opened, done };
+}
+
+/** Whether `pid` is a live process (a zombie is not). */
+function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function waitForAsync(predicate, timeoutMs, what) {
+  const deadline = performance.now() + timeoutMs;
+  for (let i = 0; i < 1000 && performance.now() < deadline; i++) {
+    if (await predicate()) return;
+    await sleep(20);
+  }
+  assert.fail(`${what}: not within ${timeoutMs} ms`);
+}
+
+const execOf = (server, marker) => server.execs.find((e) => e.command.join(' ').includes(marker));
+
+describe('a real container for exec (podRoot)', { timeout: 60_000 }, () => {
+  let server;
+  let dir;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-pods-'));
+    server = await startApiServer({
+      role: fullRole(),
+      podRunningAfterMs: 0,
+      podRoot: path.join(dir, 'pods'),
+      execResults: [{ contains: 'no-status', closeWithoutStatus: true }],
+    });
+    server.seed('pods', 'ci', podBody('job-pod'));
+  });
+  after(async () => {
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs the command in the pod folder: its stdout and stderr as frames, exit 0 as Success, logged with pid and exit code', async () => {
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'echo out; echo err >&2; pwd; echo "home=$HOME"']);
+    await s.opened;
+    assert.equal((await s.done).code, 1000);
+    const folder = server.podFolder('ci', 'job-pod');
+    assert.equal(s.frames.text('stdout'), `out\n${folder}\nhome=${folder}\n`);
+    assert.equal(s.frames.text('stderr'), 'err\n');
+    assert.deepEqual(s.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    const exec = execOf(server, 'echo out');
+    assert.equal(exec.outcome, 'exited');
+    assert.equal(exec.exitCode, 0);
+    assert.equal(exec.signal, null);
+    assert.ok(Number.isInteger(exec.pid) && exec.pid > 0, String(exec.pid));
+  });
+
+  it('exit 3: Failure, NonZeroExitCode, ExitCode 3; a command that is not there: InternalError', async () => {
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'echo failing >&2; exit 3']);
+    await s.done;
+    assert.equal(s.frames.statuses.length, 1);
+    const [status] = s.frames.statuses;
+    assert.equal(status.status, 'Failure');
+    assert.equal(status.reason, 'NonZeroExitCode');
+    assert.deepEqual(status.details.causes, [{ reason: 'ExitCode', message: '3' }]);
+    assert.equal(s.frames.text('stderr'), 'failing\n');
+    assert.equal(execOf(server, 'exit 3').exitCode, 3);
+
+    const missing = openExec(server, 'job-pod', ['no-such-command-here']);
+    await missing.done;
+    assert.equal(missing.frames.statuses[0].status, 'Failure');
+    assert.equal(missing.frames.statuses[0].reason, 'InternalError');
+    assert.match(missing.frames.statuses[0].message, /executable file not found/);
+    assert.equal(execOf(server, 'no-such-command-here').outcome, 'start-failed');
+  });
+
+  it('stdin reaches the command and ends at [255, 0] (v5); on v4 it ends when the socket closes', async () => {
+    const payload = Buffer.from(`tar:${'y'.repeat(200_000)}`);
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'cat > stdin-v5.bin; wc -c < stdin-v5.bin'], { stdin: true });
+    await s.opened;
+    for (let at = 0; at < payload.length; at += 32 * 1024) s.ws.send(Buffer.concat([Buffer.from([0]), payload.subarray(at, at + 32 * 1024)]));
+    s.ws.send(Buffer.from([255, 0]));
+    await s.done;
+    assert.deepEqual(s.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    assert.equal(s.frames.text('stdout').trim(), String(payload.length));
+    const folder = server.podFolder('ci', 'job-pod');
+    assert.ok(fs.readFileSync(path.join(folder, 'stdin-v5.bin')).equals(payload));
+    assert.equal(execOf(server, 'stdin-v5').stdinBytes, payload.length);
+
+    // More than the pipes hold, to a command that starts reading late: the server waits for it.
+    const big = openExec(server, 'job-pod', ['sh', '-c', 'sleep 0.5; wc -c # stdin-big'], { stdin: true });
+    await big.opened;
+    const chunk = Buffer.alloc(256 * 1024 + 1, 0x7a);
+    chunk[0] = 0;
+    for (let i = 0; i < 32; i++) big.ws.send(chunk);
+    big.ws.send(Buffer.from([255, 0]));
+    await big.done;
+    assert.deepEqual(big.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    assert.equal(big.frames.text('stdout').trim(), String(32 * 256 * 1024));
+
+    const old = openExec(server, 'job-pod', ['sh', '-c', 'cat > stdin-v4.bin; echo done > stdin-v4.done'], {
+      stdin: true,
+      protocol: 'v4.channel.k8s.io',
+    });
+    await old.opened;
+    old.ws.send(Buffer.concat([Buffer.from([0]), payload]), () => old.ws.close(1000));
+    await old.done;
+    await waitFor(() => fs.existsSync(path.join(folder, 'stdin-v4.done')), 5000);
+    assert.ok(fs.readFileSync(path.join(folder, 'stdin-v4.bin')).equals(payload));
+    assert.equal(execOf(server, 'stdin-v4').outcome, 'stream-cut');
+  });
+
+  it('a cut stream leaves the command running: it writes its marker 1 s after the cut, then exits 0 (logged)', async () => {
+    const folder = server.podFolder('ci', 'job-pod');
+    const marker = path.join(folder, 'after-cut.txt');
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'echo started; sleep 1; echo still-here > after-cut.txt']);
+    await s.opened;
+    await waitFor(() => s.frames.text('stdout') === 'started\n', 5000);
+    s.ws.terminate(); // the socket destroyed, no close frame: a reset or a vanished apiserver
+    const cutAt = performance.now();
+    await s.done;
+    const exec = execOf(server, 'after-cut.txt');
+    await waitFor(() => exec.outcome === 'stream-cut', 2000);
+    assert.ok(alive(exec.pid), 'the cut killed the command');
+    assert.equal(fs.existsSync(marker), false);
+    await waitFor(() => fs.existsSync(marker), 5000);
+    assert.ok(performance.now() - cutAt >= 500, 'the marker came too soon to be after the cut');
+    assert.equal(fs.readFileSync(marker, 'utf8'), 'still-here\n');
+    await waitFor(() => exec.exitedAtMs !== null, 5000);
+    assert.equal(exec.exitCode, 0);
+    assert.equal(exec.outcome, 'stream-cut', 'the outcome still says the stream was cut');
+    assert.deepEqual(s.frames.statuses, []);
+  });
+
+  it('a cut stream closes the pipes: a writer to stdout dies of SIGPIPE (yes) or sees EPIPE (node); one writing to a file keeps on', async () => {
+    const folder = server.podFolder('ci', 'job-pod');
+    const yes = openExec(server, 'job-pod', ['yes', 'pipe-writer']);
+    const nodeWriter = openExec(server, 'job-pod', [
+      'node',
+      '-e',
+      "const fs=require('fs');process.stdout.on('error',e=>{fs.writeFileSync('epipe.txt',e.code);process.exit(7)});" +
+        "setInterval(()=>process.stdout.write('tick\\n'),20);setTimeout(()=>process.exit(0),10000)",
+    ]);
+    const fileWriter = openExec(server, 'job-pod', ['sh', '-c', 'i=0; while [ $i -lt 40 ]; do echo $i >> to-file.txt; i=$((i+1)); sleep 0.05; done']);
+    await Promise.all([yes.opened, nodeWriter.opened, fileWriter.opened]);
+    await waitFor(() => yes.frames.stdout.length > 0 && nodeWriter.frames.stdout.length > 0, 5000);
+    yes.ws.close(1000); // a clean close: still a cut, the command has not ended
+    nodeWriter.ws.terminate();
+    fileWriter.ws.terminate();
+    await Promise.all([yes.done, nodeWriter.done, fileWriter.done]);
+    const yesExec = execOf(server, 'pipe-writer');
+    const nodeExec = execOf(server, 'epipe.txt');
+    const fileExec = execOf(server, 'to-file.txt');
+    await waitFor(() => yesExec.exitedAtMs !== null && nodeExec.exitedAtMs !== null, 5000);
+    assert.equal(yesExec.signal, 'SIGPIPE');
+    assert.equal(yesExec.exitCode, 141);
+    assert.equal(nodeExec.exitCode, 7);
+    assert.equal(fs.readFileSync(path.join(folder, 'epipe.txt'), 'utf8'), 'EPIPE');
+    assert.ok(alive(fileExec.pid), 'the file writer died with the stream');
+    await waitFor(() => fileExec.exitedAtMs !== null, 8000);
+    assert.equal(fileExec.exitCode, 0);
+    assert.equal(fs.readFileSync(path.join(folder, 'to-file.txt'), 'utf8').split('\n').filter(Boolean).length, 40);
+    for (const e of [yesExec, nodeExec, fileExec]) assert.equal(e.outcome, 'stream-cut');
+  });
+
+  it('a deleted pod kills its processes at once, those in a session of their own too; an open stream gets exit 137', async () => {
+    server.seed('pods', 'ci', podBody('doomed-pod'));
+    const s = openExec(server, 'doomed-pod', ['sh', '-c', 'setsid sleep 300 & echo $!; sleep 300']);
+    await s.opened;
+    await waitFor(() => /^\d+\n$/.test(s.frames.text('stdout')), 5000);
+    const escaped = Number(s.frames.text('stdout'));
+    const exec = execOf(server, 'setsid sleep 300');
+    assert.ok(alive(exec.pid) && alive(escaped));
+    const started = performance.now();
+    const res = await request(server, { method: 'DELETE', path: '/api/v1/namespaces/ci/pods/doomed-pod' });
+    assert.equal(res.status, 200, res.text);
+    await waitFor(() => !alive(exec.pid) && !alive(escaped), 3000);
+    assert.ok(performance.now() - started < 3000);
+    await s.done;
+    assert.equal(exec.signal, 'SIGKILL');
+    assert.equal(exec.killedBy, 'pod-deleted');
+    assert.equal(s.frames.statuses.length, 1);
+    assert.deepEqual(s.frames.statuses[0].details.causes, [{ reason: 'ExitCode', message: '137' }]);
+  });
+
+  it('megabytes of stdout and stderr arrive whole, in order and apart', async () => {
+    const s = openExec(server, 'job-pod', [
+      'sh',
+      '-c',
+      'i=0; while [ $i -lt 3000 ]; do printf "%0999d\\n" $i; printf "e%0998d\\n" $i >&2; i=$((i+1)); done',
+    ]);
+    await s.done;
+    assert.deepEqual(s.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    const want = (prefix, width) => Array.from({ length: 3000 }, (_, i) => `${prefix}${String(i).padStart(width, '0')}\n`).join('');
+    assert.equal(s.frames.text('stdout'), want('', 999));
+    assert.equal(s.frames.text('stderr'), want('e', 998));
+  });
+
+  it('a client that reads slowly holds the command up instead of growing a buffer; stdout and stderr both finish', async () => {
+    const MiB16 = 16 * 1024 * 1024;
+    const s = openExec(server, 'job-pod', ['sh', '-c', `head -c ${MiB16} /dev/zero & head -c ${MiB16} /dev/zero >&2; wait; echo slow-reader-done >&2`]);
+    await s.opened;
+    s.ws.pause();
+    await sleep(1000);
+    const exec = execOf(server, 'slow-reader-done');
+    assert.equal(exec.exitedAtMs, null, 'the command wrote 32 MiB past a client that read nothing');
+    s.ws.resume();
+    await s.done;
+    assert.deepEqual(s.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+    const bytes = (name) => s.frames[name].reduce((n, b) => n + b.length, 0);
+    assert.equal(bytes('stdout'), MiB16);
+    assert.equal(bytes('stderr'), MiB16 + 'slow-reader-done\n'.length);
+  });
+
+  it('a refuse phase cuts the stream like any cut: the command runs on and writes its marker', async () => {
+    const marker = path.join(server.podFolder('ci', 'job-pod'), 'after-refuse.txt');
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'sleep 0.5; echo ok > after-refuse.txt']);
+    await s.opened;
+    await server.setPhase('refuse');
+    try {
+      await s.done;
+      assert.ok(!fs.existsSync(marker));
+    } finally {
+      await server.setPhase('healthy');
+    }
+    await waitFor(() => fs.existsSync(marker), 5000);
+    const exec = execOf(server, 'after-refuse.txt');
+    assert.equal(exec.outcome, 'stream-cut');
+    await waitFor(() => exec.exitedAtMs !== null, 5000);
+    assert.equal(exec.exitCode, 0);
+  });
+
+  it('the upgrade faults start the command for real: upgradeStatus 502, applyThenCut; delayUpgradeMs keeps its output for the late 101', async () => {
+    const folder = server.podFolder('ci', 'job-pod');
+    server.configure({
+      execResults: [
+        { contains: 'no-status', closeWithoutStatus: true },
+        { contains: 'ran-502', upgradeStatus: 502 },
+        { contains: 'ran-late', delayUpgradeMs: 300 },
+      ],
+    });
+    try {
+      const answered = openExec(server, 'job-pod', ['sh', '-c', 'echo x > ran-502.txt; echo lost']);
+      await assert.rejects(answered.opened, /upgrade answered 502/);
+      await waitFor(() => fs.existsSync(path.join(folder, 'ran-502.txt')), 5000);
+      const e502 = execOf(server, 'ran-502');
+      assert.equal(e502.outcome, 'answer-status');
+      assert.ok(e502.pid > 0);
+
+      const late = openExec(server, 'job-pod', ['sh', '-c', 'echo ran-late; exit 5']);
+      await late.opened;
+      await late.done;
+      assert.equal(late.frames.text('stdout'), 'ran-late\n');
+      assert.deepEqual(late.frames.statuses[0].details.causes, [{ reason: 'ExitCode', message: '5' }]);
+
+      await server.setPhase('applyThenCut');
+      try {
+        const lost = openExec(server, 'job-pod', ['sh', '-c', 'echo x > ran-lost.txt']);
+        await assert.rejects(lost.opened);
+      } finally {
+        await server.setPhase('healthy');
+      }
+      await waitFor(() => fs.existsSync(path.join(folder, 'ran-lost.txt')), 5000);
+      assert.equal(execOf(server, 'ran-lost').outcome, 'answer-lost');
+      assert.equal(server.execs.filter((e) => e.command.join(' ').includes('ran-')).length, 3, 'each command started once');
+    } finally {
+      server.configure({ execResults: [{ contains: 'no-status', closeWithoutStatus: true }] });
+    }
+  });
+
+  it('closeWithoutStatus: the output, then a normal close (1000) with no status frame; the exit code is still logged', async () => {
+    const s = openExec(server, 'job-pod', ['sh', '-c', 'echo no-status-run; exit 4']);
+    assert.equal((await s.done).code, 1000);
+    assert.equal(s.frames.text('stdout'), 'no-status-run\n');
+    assert.deepEqual(s.frames.statuses, []);
+    const exec = execOf(server, 'no-status-run');
+    assert.equal(exec.outcome, 'closed-without-status');
+    assert.equal(exec.exitCode, 4);
+  });
+});
+
+describe('a real container: close() kills every process it started', { timeout: 30_000 }, () => {
+  it('a running exec and one whose stream was cut are both gone once close() resolves, and LOOPBACK_POD finds nothing', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-pods-'));
+    const server = await startApiServer({ role: fullRole(), podRunningAfterMs: 0, podRoot: dir });
+    try {
+      server.seed('pods', 'ci', podBody('job-pod'));
+      const attached = openExec(server, 'job-pod', ['sleep', '301']);
+      const cut = openExec(server, 'job-pod', ['sh', '-c', 'setsid sleep 302 > /dev/null 2>&1 & sleep 303 > /dev/null']);
+      await Promise.all([attached.opened, cut.opened]);
+      await waitFor(() => server.execs.length === 2 && server.execs.every((e) => e.pid), 5000);
+      cut.ws.terminate();
+      await cut.done;
+      await waitFor(() => markedPids('').length >= 4, 5000);
+      const pids = server.execs.map((e) => e.pid);
+      const started = performance.now();
+      await server.close();
+      assert.ok(performance.now() - started < 5000);
+      for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} outlived close()`);
+      assert.deepEqual(markedPids('').filter(alive), []);
+      assert.deepEqual(server.execs.map((e) => e.killedBy), ['server-closed', 'server-closed']);
+      await attached.done;
+    } finally {
+      await server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('closeWithoutStatus without a real container', { timeout: 30_000 }, () => {
+  it('sends the scripted output, then a normal close with no status frame; other commands still get theirs', async () => {
+    const server = await startApiServer({
+      role: fullRole(),
+      podRunningAfterMs: 0,
+      execResults: [
+        { contains: 'lost-status', stdout: 'partial\n', exitCode: 0, closeWithoutStatus: true },
+        { contains: 'echo fine', stdout: 'fine\n' },
+      ],
+    });
+    try {
+      server.seed('pods', 'ci', podBody('job-pod'));
+      const s = openExec(server, 'job-pod', ['sh', '-c', 'echo lost-status']);
+      assert.equal((await s.done).code, 1000);
+      assert.equal(s.frames.text('stdout'), 'partial\n');
+      assert.deepEqual(s.frames.statuses, []);
+      assert.equal(execOf(server, 'lost-status').outcome, 'closed-without-status');
+      const ok = openExec(server, 'job-pod', ['sh', '-c', 'echo fine']);
+      await ok.done;
+      assert.deepEqual(ok.frames.statuses, [{ metadata: {}, status: 'Success' }]);
+      assert.throws(() => server.configure({ execResults: [{ closeWithoutStatus: 'yes' }] }), /closeWithoutStatus must be a boolean/);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a real container in CLI mode', { timeout: 30_000 }, () => {
+  it('takes podRoot from its config; on SIGTERM it logs the exec (pid, stream-cut) and kills the process before it exits', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-cli-pods-'));
+    const logFile = path.join(dir, 'log.json');
+    const server = startApiServerProcess({
+      config: { role: fullRole(), podRunningAfterMs: 0, maxRunMs: 20000, podRoot: path.join(dir, 'pods') },
+      configFile: path.join(dir, 'config.json'),
+      logFile,
+      readyTimeoutMs: 5000,
+    });
+    try {
+      const info = await server.ready;
+      const target = { url: info.url, port: info.port, caPem: fs.readFileSync(path.join(__dirname, 'certs', 'ca.pem'), 'utf8') };
+      assert.equal((await request(target, { path: '/api/v1/namespaces/ci/pods', body: podBody('cli-pod') })).status, 201);
+      const s = openExec(target, 'cli-pod', ['sh', '-c', 'echo $$; exec sleep 304']);
+      await s.opened;
+      await waitFor(() => /^\d+\n$/.test(s.frames.text('stdout')), 5000);
+      const pid = Number(s.frames.text('stdout'));
+      s.ws.terminate();
+      await s.done;
+      await sleep(100);
+      assert.ok(alive(pid), 'the cut killed the command');
+      const end = await server.stop();
+      assert.equal(end.code, 0, end.stderr);
+      assert.equal(alive(pid), false, 'the command outlived the server');
+      const log = JSON.parse(fs.readFileSync(logFile, 'utf8'));
+      assert.equal(log.execs.length, 1);
+      assert.equal(log.execs[0].pid, pid);
+      assert.equal(log.execs[0].outcome, 'stream-cut');
+      assert.equal(log.execs[0].killedBy, 'server-closed');
+      assert.equal(log.execs[0].signal, 'SIGKILL');
+      assert.ok(fs.existsSync(path.join(dir, 'pods', 'ci', 'cli-pod')));
+    } finally {
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -23,6 +23,9 @@ pub enum Api {
     Deny(&'static str),
     /// Connection refused until this time.
     RefuseUntil(u64),
+    /// Every request refused by the HTTP client: the credential holds a
+    /// character a header cannot carry.
+    BadHeader,
 }
 
 /// Files and processes, as the shim would see them.

@@ -25,10 +25,12 @@ use crate::protocol::Bytes;
 
 mod call;
 mod check;
+mod credential;
 #[cfg(feature = "test-exports")]
 mod test_exports;
 pub use call::*;
 pub use check::*;
+pub use credential::*;
 #[cfg(feature = "test-exports")]
 pub use test_exports::*;
 
