@@ -34,7 +34,7 @@ fn check(env: &str) -> WasmCheck {
         &WasmSettings::new(&json(env)),
         permissions(),
         "ci",
-        &JsValue::from_str("wasm-check-token"),
+        &json(r#"{"token":"wasm-check-token"}"#),
         &JsValue::NULL,
         &json(r#"{"pid":42,"host":"runner-1"}"#),
         T0,
@@ -183,6 +183,35 @@ fn bad_facts_are_clear_errors_never_panics() {
         )
         .unwrap();
     assert_eq!(types(&actions), ["createLock", "wait"]);
+}
+
+#[test]
+fn bad_credential_facts_are_refused_by_name() {
+    let refused = |user: &str| {
+        let e = WasmCheck::new(
+            &WasmSettings::new(&json(ENV)),
+            permissions(),
+            "ci",
+            &json(user),
+            &JsValue::NULL,
+            &json(r#"{"pid":42,"host":"runner-1"}"#),
+            T0,
+        )
+        .err()
+        .unwrap();
+        error_code(e)
+    };
+    assert_eq!(
+        refused(r#"{"tokenFile":{"path":"/t","type":"opened"}}"#),
+        (
+            "PREFLIGHT_BAD_INPUT".to_string(),
+            "invalid user: tokenFile.type: \"opened\" (expected one of read, notRegular, tooLarge, failed)".to_string()
+        )
+    );
+    let (_, message) = refused(r#"{"keyFile":{"path":"/k","type":"failed"}}"#);
+    assert!(message.contains("keyFile.code"), "{message}");
+    let (_, message) = refused(r#"{"token":7}"#);
+    assert!(message.contains("token: expected a string"), "{message}");
 }
 
 #[test]
