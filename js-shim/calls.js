@@ -6,7 +6,6 @@
 // for and reports how each ended; what is retried, when, and how a call
 // ends is the machine's.
 
-const core = require('../pkg/k8s_auth_preflight.js');
 const { execute } = require('./execute');
 const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
@@ -24,37 +23,37 @@ function secretsOf(kc) {
   return { describeError: errorDescriber(secrets), redact: textRedactor(secrets) };
 }
 
-// One core policy per settings environment (process.env, or a host's env
-// object): its settings are read, and warned about, once per process, and
-// its calls share what they learn of an outage (src/call/breaker.rs), however
-// many wrappers the host makes (the hooks make an Exec per exec). Its calls
-// share one steady clock too: what the policy remembers of one call is
-// compared with another's times, and a wall clock that steps between them
-// must move neither. The clock reads the first wrapper's `now` (else
-// Date.now) once.
-const policies = new WeakMap();
+// One steady clock per settings environment (process.env, or a host's env
+// object), read from the first wrapper's `now` (else Date.now) once: the
+// calls of one environment share what they learn of an outage (the core's
+// Settings keeps one call policy, src/call/call_policy.rs), and what it
+// remembers of one call is compared with another's times; a wall clock
+// that steps between them must move neither.
+const clocks = new WeakMap();
 
-function corePolicy(env, logger, now) {
-  let entry = env !== null && typeof env === 'object' ? policies.get(env) : undefined;
-  if (!entry) {
-    // The clock first: a bad `now` is refused before the settings'
-    // warnings are taken.
-    const clock = steadyClock(now || Date.now);
-    entry = { policy: new core.CallPolicy(settingsOf(env)), clock };
-    for (const warning of entry.policy.warnings()) logger.warning(warning);
-    if (env !== null && typeof env === 'object') policies.set(env, entry);
+function clockOf(env, now) {
+  const shared = env !== null && typeof env === 'object';
+  let clock = shared ? clocks.get(env) : undefined;
+  if (!clock) {
+    clock = steadyClock(now || Date.now);
+    if (shared) clocks.set(env, clock);
   }
-  return entry;
+  return clock;
 }
 
 /** The policy of one set of options, where its lines go, and what its errors hide. */
 function callPolicy(kc, options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
   const logger = completeLogger(options.logger);
-  const { policy, clock } = corePolicy(environment(options), logger, options.now);
+  const env = environment(options);
+  // The clock first: a bad `now` is refused before the settings' warnings
+  // are taken.
+  const clock = clockOf(env, options.now);
+  const settings = settingsOf(env);
+  for (const warning of settings.callWarnings()) logger.warning(warning);
   // The Exec and Log helpers read the kubeconfig's current cluster at each
   // call: so does the outage memory.
-  return { policy, logger, options, clock, cluster: () => clusterOf(kc), ...secretsOf(kc) };
+  return { settings, logger, options, clock, cluster: () => clusterOf(kc), ...secretsOf(kc) };
 }
 
 /** The server URL of `kc`'s current cluster, or undefined. */
@@ -78,7 +77,7 @@ function clusterOf(kc) {
 async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = false) {
   const clock = state.clock;
   const cluster = state.cluster();
-  const machine = state.policy.call(cluster === undefined ? spec : { ...spec, cluster }, clock());
+  const machine = state.settings.call(cluster === undefined ? spec : { ...spec, cluster }, clock());
   const values = new Map();
   const errors = new Map();
   // The caller's own abort signal (set by its call options' middleware):
@@ -337,7 +336,7 @@ function wrapApi(api, state) {
       const value = Reflect.get(target, prop, target);
       if (typeof prop !== 'string' || typeof value !== 'function' || prop === 'constructor') return value;
       if (!wrapped.has(prop)) {
-        const call = state.policy.passesThrough(prop)
+        const call = state.settings.passesThrough(prop)
           ? value.bind(target)
           : (param, options) =>
               runCall(

@@ -1,7 +1,7 @@
 //! What every machine's protocol shares: what it did with a report
 //! ([`Accepted`]) and the level of a line it asks the host to print
 //! ([`Level`]), and the readers of the fields its facts share
-//! ([`Bytes`], [`null_as_default`]).
+//! ([`Bytes`]).
 
 use serde::de::{Deserialize, Deserializer, Visitor};
 
@@ -72,15 +72,6 @@ impl Level {
     }
 }
 
-/// A field that may be `null` for its default (a result's `facts`).
-pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
-}
-
 /// Bytes read as bytes (a `Uint8Array` at the boundary), where serde's own
 /// `Vec<u8>` would read a list of numbers.
 pub struct Bytes(pub Vec<u8>);
@@ -104,9 +95,4 @@ impl<'de> Deserialize<'de> for Bytes {
 /// A byte field that may be left out or `null` (empty).
 pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
     Option::<Bytes>::deserialize(d).map(|b| b.map(|b| b.0).unwrap_or_default())
-}
-
-/// An index into a list (a probe's number), read as a `u32`.
-pub fn index<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    u32::deserialize(d).map(|n| n as usize)
 }

@@ -5,7 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Reflect, JSON};
-use k8s_auth_preflight::wasm::{WasmCall, WasmCallPolicy, WasmSettings};
+use k8s_auth_preflight::wasm::{WasmCall, WasmSettings};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -31,9 +31,7 @@ const ENV: &str =
     r#"{"ACTIONS_RUNNER_PREFLIGHT_SEED":"3","ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"20000"}"#;
 
 fn call(spec: &str) -> WasmCall {
-    WasmCallPolicy::new(&WasmSettings::new(&json(ENV)))
-        .call(&json(spec), T0)
-        .unwrap()
+    WasmSettings::new(&json(ENV)).call(&json(spec), T0).unwrap()
 }
 
 fn error_code(e: JsValue) -> (String, String) {
@@ -69,7 +67,7 @@ fn a_read_is_sent_with_a_timeout_and_waits_for_it() {
 
 #[test]
 fn a_pass_through_has_no_timeout_and_waits_until_it_settles() {
-    let policy = WasmCallPolicy::new(&WasmSettings::new(&json(ENV)));
+    let mut policy = WasmSettings::new(&json(ENV));
     assert!(policy.passes_through("patchNamespacedPod"));
     assert!(!policy.passes_through("createNamespacedPod"));
     let mut c = call(r#"{"method":"patchNamespacedPod"}"#);
@@ -80,11 +78,11 @@ fn a_pass_through_has_no_timeout_and_waits_until_it_settles() {
             r#"{"type":"wait","untilMs":null}"#,
         ]
     );
-    let off = WasmCallPolicy::new(&WasmSettings::new(&json(
+    let mut off = WasmSettings::new(&json(
         r#"{"ACTIONS_RUNNER_PREFLIGHT_RESILIENT_CALLS":"off"}"#,
-    )));
+    ));
     assert!(off.passes_through("createNamespacedPod"));
-    assert!(off.warnings().is_empty());
+    assert!(off.call_warnings().is_empty());
 }
 
 #[test]
@@ -152,7 +150,7 @@ fn a_retried_creates_conflict_is_read_back_and_returned_when_ours() {
 
 #[test]
 fn bad_specs_and_facts_are_clear_errors() {
-    let policy = WasmCallPolicy::new(&WasmSettings::new(&json(ENV)));
+    let mut policy = WasmSettings::new(&json(ENV));
     let (code, message) = error_code(
         policy
             .call(&json(r#"{"method":"x","operation":"write"}"#), T0)
@@ -192,23 +190,17 @@ fn bad_specs_and_facts_are_clear_errors() {
 }
 
 #[test]
-fn bad_settings_are_warned_about_once_by_the_policy() {
+fn bad_settings_are_warned_about_once_by_the_settings_calls() {
     let env = json(r#"{"ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS":"soon"}"#);
-    let settings = WasmSettings::new(&env);
-    let policy = WasmCallPolicy::new(&settings);
-    let warnings = policy.warnings();
+    let mut settings = WasmSettings::new(&env);
+    let warnings = settings.call_warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].contains("ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS"),
         "{}",
         warnings[0]
     );
-    // Warned about before in this process: not again.
-    assert!(WasmCallPolicy::new(&settings).warnings().is_empty());
-    assert_eq!(
-        WasmCallPolicy::new(&WasmSettings::new(&env))
-            .warnings()
-            .len(),
-        1
-    );
+    // Asked for before in this process: not again.
+    assert!(settings.call_warnings().is_empty());
+    assert_eq!(WasmSettings::new(&env).call_warnings().len(), 1);
 }

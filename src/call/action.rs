@@ -138,7 +138,7 @@ pub enum CallResult {
     /// It failed; what the host saw.
     Failed {
         /// The error facts.
-        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
+        #[serde(default)]
         facts: ErrorFacts,
     },
     /// It failed before its connection was made (the host saw no TCP, or
@@ -146,7 +146,7 @@ pub enum CallResult {
     /// reached the apiserver.
     FailedBeforeSending {
         /// The error facts.
-        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
+        #[serde(default)]
         facts: ErrorFacts,
     },
 }

@@ -1,6 +1,9 @@
 //! The calls of one set of settings in one process ([`CallPolicy`]): the
 //! settings read and warned about once, and the breaker every call of
-//! theirs reports to.
+//! theirs reports to. A process's settings environment has one (the
+//! boundary's `Settings` makes it with the first call), so every wrapper
+//! the host makes over the same environment shares what its calls learn
+//! of an outage.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -34,9 +37,9 @@ impl CallPolicy {
     }
 
     /// The settings' warnings (a value that is not accepted, and what is
-    /// used instead), to print once.
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
+    /// used instead), the first time they are asked for: printed once.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// Whether a call of client method `method` is made as it is, with no

@@ -7,7 +7,7 @@
 
 use crate::preflight::{Outcome, ProbeResult, Request};
 use crate::runner_key::KeyFileReport;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use crate::protocol::Level;
 
@@ -192,25 +192,17 @@ pub enum LockSeen {
     },
 }
 
-/// A fact the caller reports: the result of one action. On the wire
-/// `{type: 'process' | 'removed' | 'written' | 'deleted', code}` and
-/// `{type: 'response', probe, attempt, result}` as they are; the file facts
-/// the boundary reads itself (their types name the inner variant:
-/// `recordBytes`, `lockFound`, ...).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// A fact the caller reports: the result of one action (read at the
+/// boundary by `src/wasm/wire/check.rs`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Fact {
     /// After `ReadKeyFile` or `CreateKeyFile`.
-    #[serde(skip_deserializing)]
     KeyFile(KeyFileReport),
     /// After `ReadRecord`.
-    #[serde(skip_deserializing)]
     Record(RecordRead),
     /// After `CreateLock`.
-    #[serde(skip_deserializing)]
     LockCreated(LockCreated),
     /// After `InspectLock`.
-    #[serde(skip_deserializing)]
     LockSeen(LockSeen),
     /// After `ProbeProcess`: the error code of `kill(pid, 0)`, `None` if it
     /// succeeded.
@@ -236,7 +228,6 @@ pub enum Fact {
     /// What request `attempt` of `probe` returned.
     Response {
         /// Which probe.
-        #[serde(deserialize_with = "crate::protocol::index")]
         probe: usize,
         /// Which request of that probe.
         attempt: u32,

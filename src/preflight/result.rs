@@ -28,7 +28,7 @@ pub enum ProbeResult {
     #[cfg(feature = "test-exports")]
     RulesReviewed {
         /// The review's status.
-        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
+        #[serde(default)]
         status: RulesStatus,
     },
     /// An access review answered (2xx): its body, as the server sent it.
@@ -47,7 +47,7 @@ pub enum ProbeResult {
     /// The request failed; the facts the shim saw.
     Failed {
         /// Normalized error facts.
-        #[serde(default, deserialize_with = "crate::protocol::null_as_default")]
+        #[serde(default)]
         facts: ErrorFacts,
     },
 }

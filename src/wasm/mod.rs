@@ -39,11 +39,14 @@ mod test_exports;
 pub use test_exports::*;
 
 /// A process's settings environment, read once (`new Settings(env)`):
-/// the host makes one per environment object and hands it to the check
-/// and to every call policy (see `src/environment.rs`).
+/// the host makes one per environment object and hands it to the check;
+/// its calls are made here, under the one [`CallPolicy`] of these settings
+/// (its breaker shared by all of them; see `src/environment.rs` and
+/// `src/call/call_policy.rs`).
 #[wasm_bindgen(js_name = Settings)]
 pub struct WasmSettings {
     environment: Environment,
+    calls: Option<CallPolicy>,
 }
 
 #[wasm_bindgen(js_class = Settings)]
@@ -54,7 +57,42 @@ impl WasmSettings {
     pub fn new(env: &JsValue) -> WasmSettings {
         let from_pairs = |env: Vec<_>| Environment::read(&values(&env));
         let environment = env_pairs(env).map_or_else(Environment::unreadable, from_pairs);
-        WasmSettings { environment }
+        WasmSettings {
+            environment,
+            calls: None,
+        }
+    }
+
+    /// `callWarnings()`: the settings' warnings for the calls, the first
+    /// time they are asked for (none if the check took them).
+    #[wasm_bindgen(js_name = callWarnings)]
+    pub fn call_warnings(&mut self) -> Vec<String> {
+        self.calls().take_warnings()
+    }
+
+    /// `passesThrough(method)`: whether a call of client method `method`
+    /// is made as it is, with no machine.
+    #[wasm_bindgen(js_name = passesThrough)]
+    pub fn passes_through(&mut self, method: &str) -> bool {
+        self.calls().passes_through(method)
+    }
+
+    /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
+    /// namespace?, kind?, name?, body?, operation?, cluster?}`.
+    pub fn call(&mut self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
+        let spec = read(spec, "spec", de::read)?;
+        let now = time(now_ms)?;
+        Ok(WasmCall {
+            call: self.calls().call(spec, now),
+        })
+    }
+}
+
+impl WasmSettings {
+    fn calls(&mut self) -> &mut CallPolicy {
+        let environment = &self.environment;
+        self.calls
+            .get_or_insert_with(|| CallPolicy::new(environment))
     }
 }
 
@@ -140,45 +178,6 @@ pub fn start_check(
     )?;
     let actions = check.step(now_ms, &js_sys::Array::new())?;
     Ok(js_sys::Array::of2(&JsValue::from(check), &actions))
-}
-
-/// The calls of one set of settings (`new CallPolicy(settings)`), one
-/// [`Call`] machine per Kubernetes call (see `src/call/`).
-#[wasm_bindgen(js_name = CallPolicy)]
-pub struct WasmCallPolicy {
-    policy: CallPolicy,
-}
-
-#[wasm_bindgen(js_class = CallPolicy)]
-impl WasmCallPolicy {
-    /// `new CallPolicy(settings)`: the calls of a `Settings`.
-    #[wasm_bindgen(constructor)]
-    pub fn new(settings: &WasmSettings) -> WasmCallPolicy {
-        WasmCallPolicy {
-            policy: CallPolicy::new(&settings.environment),
-        }
-    }
-
-    /// The settings' warnings, to print once.
-    pub fn warnings(&self) -> Vec<String> {
-        self.policy.warnings().to_vec()
-    }
-
-    /// `passesThrough(method)`: whether a call of client method `method`
-    /// is made as it is, with no machine.
-    #[wasm_bindgen(js_name = passesThrough)]
-    pub fn passes_through(&self, method: &str) -> bool {
-        self.policy.passes_through(method)
-    }
-
-    /// `call(spec, nowMs)`: the machine of one call; `spec` is `{method,
-    /// namespace?, kind?, name?, body?, operation?, cluster?}`.
-    pub fn call(&self, spec: &JsValue, now_ms: f64) -> Result<WasmCall, JsValue> {
-        let spec = read(spec, "spec", de::read)?;
-        Ok(WasmCall {
-            call: self.policy.call(spec, time(now_ms)?),
-        })
-    }
 }
 
 /// One Kubernetes call, retried by the rules of its kind.

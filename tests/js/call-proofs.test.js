@@ -237,6 +237,22 @@ test(`${F} the outage memory follows the kubeconfig's current cluster, not the o
   assert.equal(b.server.requests.filter((r) => r.route === 'list pods').length >= 2, true);
 });
 
+test(`${F} wrappers over one env object share what their calls learn of an outage; another env object knows nothing`, { timeout: 30_000 }, async (t) => {
+  const { server, kc } = await setup(t);
+  const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' });
+  const wrap = (e) => preflight.resilientKubeConfig(kc, { env: e, logger: captureLogger().logger }).makeApiClient(k8s.CoreV1Api);
+  const lists = () => server.requests.filter((r) => r.route === 'list pods').length;
+  await server.setPhase('unavailable503');
+  assert.equal((await settle(wrap(env).listNamespacedPod({ namespace: 'ci' }))).ok, false);
+  assert.ok(lists() > 1, `the first call retried: ${lists()} requests`);
+  let before = lists();
+  assert.equal((await settle(wrap(env).listNamespacedPod({ namespace: 'ci' }))).ok, false);
+  assert.equal(lists() - before, 1, 'a second wrapper over the same env tries once');
+  before = lists();
+  assert.equal((await settle(wrap({ ...env }).listNamespacedPod({ namespace: 'ci' }))).ok, false);
+  assert.ok(lists() - before > 1, `another env object retries: ${lists() - before} requests`);
+});
+
 test(`${F} retryK8sApiCall remembers an outage per cluster`, { timeout: 30_000 }, async () => {
   const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000' });
   const refused = async () => {

@@ -140,11 +140,11 @@ test(`[${consumer.flavour}] the counting wrapper sees every crossing (control)`,
   assert.ok(typeof core.Check === 'function', 'the core exports Check');
   assert.equal(Array.isArray(shim.defaultRequiredPermissions), true);
   const before = log.length;
-  // retryK8sApiCall crosses through a CallPolicy's call and its step: counted.
+  // retryK8sApiCall crosses through its Settings' call and the call's step: counted.
   return shim.retryK8sApiCall(async () => 'ok', { env: fastEnv() }).then((value) => {
     assert.equal(value, 'ok');
     const names = log.slice(before).map((e) => e.name);
-    assert.ok(names.includes('CallPolicy.call'), names.join(', '));
+    assert.ok(names.includes('Settings.call'), names.join(', '));
     assert.ok(names.includes('Call.step'), names.join(', '));
     assert.ok(names.includes('Call.free'), names.join(', '));
   });

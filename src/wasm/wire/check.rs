@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::check::{Fact, LockCreated, LockSeen, RecordRead};
+use crate::preflight::ProbeResult;
 use crate::runner_key::{KeyFileFacts, KeyFileReport};
 use crate::text::quoted;
 
@@ -52,6 +53,12 @@ struct FactIn {
     content: Option<Bytes>,
     #[serde(default)]
     fs_now_ms: Option<f64>,
+    #[serde(default)]
+    probe: Option<u32>,
+    #[serde(default)]
+    attempt: Option<u32>,
+    #[serde(default)]
+    result: Option<ProbeResult>,
 }
 
 /// What a fact's `type` may be, for the message about one that is not.
@@ -83,16 +90,18 @@ fn fact(v: JsValue) -> Result<Fact, Bad> {
         ));
     }
     let kind = tag.kind.as_str();
-    if matches!(
-        kind,
-        "process" | "removed" | "written" | "deleted" | "response"
-    ) {
-        // As the core has them ([`Fact`]'s own reader).
-        return read(&v);
-    }
     let f: FactIn = read(&v)?;
     let code = |f: FactIn| needed(f.code, "code");
     Ok(match kind {
+        "process" => Fact::Process { code: f.code },
+        "removed" => Fact::Removed { code: f.code },
+        "written" => Fact::Written { code: f.code },
+        "deleted" => Fact::Deleted { code: f.code },
+        "response" => Fact::Response {
+            probe: needed(f.probe, "probe")? as usize,
+            attempt: needed(f.attempt, "attempt")?,
+            result: needed(f.result, "result")?,
+        },
         "recordBytes" => Fact::Record(RecordRead::Bytes(needed(f.bytes, "bytes")?.0)),
         "recordOpenFailed" => Fact::Record(RecordRead::OpenFailed { code: code(f)? }),
         "recordNotAFile" => Fact::Record(RecordRead::NotAFile),
