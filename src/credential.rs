@@ -100,24 +100,24 @@ impl Credential {
 }
 
 fn read(file: &CredentialFile, what: &str) -> Credential {
-    let at = file
-        .path
-        .as_deref()
-        .unwrap_or("a path that is not a string");
-    let warning = match &file.read {
+    let why = match &file.read {
         FileRead::Bytes(bytes) => {
             return Credential {
                 bytes: Some(bytes.clone()),
                 ..Credential::default()
             }
         }
-        FileRead::NotRegular | FileRead::TooLarge => {
-            format!("the {what} at {at} is not a small regular file")
-        }
-        FileRead::Failed(code) => format!("cannot read the {what} at {at} ({code})"),
+        FileRead::NotRegular | FileRead::TooLarge => "is not a small regular file".to_string(),
+        FileRead::Failed(code) => format!("cannot be read ({code})"),
     };
+    let at = file
+        .path
+        .as_deref()
+        .unwrap_or("a path that is not a string");
     Credential {
-        warning: Some(format!("{warning}; the verdict will not be cached")),
+        warning: Some(format!(
+            "the {what} at {at} {why}; the verdict will not be cached"
+        )),
         ..Credential::default()
     }
 }
@@ -176,7 +176,7 @@ mod tests {
         assert_eq!(c.source.as_deref(), Some("the token file /run/token"));
         assert_eq!(
             c.warning.as_deref(),
-            Some("cannot read the service-account token at /run/token (EACCES); the verdict will not be cached")
+            Some("the service-account token at /run/token cannot be read (EACCES); the verdict will not be cached")
         );
     }
 

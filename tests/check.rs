@@ -591,7 +591,7 @@ fn a_token_file_that_cannot_be_read_is_named_in_the_one_warning_and_in_a_bad_hea
     let cached = |w: &&str| w.contains("will not be cached");
     assert_eq!(
         trace.warnings().into_iter().filter(cached).collect::<Vec<_>>(),
-        vec!["cannot read the service-account token at /var/run/secrets/token (EACCES); the verdict will not be cached"]
+        vec!["the service-account token at /var/run/secrets/token cannot be read (EACCES); the verdict will not be cached"]
     );
     assert!(
         world.files.keys().all(|f| !f.ends_with(".json")),

@@ -86,7 +86,7 @@ test(`[${consumer.flavour}] a token file that cannot be read: the check says so 
   // The server refuses a request without the token: the verdict is the server's.
   await check.isAuthPermissionsOK().catch(() => {});
   assert.deepEqual(log.warnings.filter((w) => NOT_CACHED.test(w)), [
-    `cannot read the service-account token at ${missing} (ENOENT); the verdict will not be cached`,
+    `the service-account token at ${missing} cannot be read (ENOENT); the verdict will not be cached`,
   ]);
   assert.deepEqual(fs.readdirSync(ctx.cacheDir), [], 'no record without a credential');
 });
