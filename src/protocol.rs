@@ -91,8 +91,3 @@ impl<'de> Deserialize<'de> for Bytes {
         d.deserialize_byte_buf(Expect)
     }
 }
-
-/// A byte field that may be left out or `null` (empty).
-pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-    Option::<Bytes>::deserialize(d).map(|b| b.map(|b| b.0).unwrap_or_default())
-}

@@ -70,17 +70,15 @@ pub enum FileKind {
 
 /// What the shim saw at the key file's path: `{type: 'missing' | 'none'}`
 /// (`none`: nothing looked at, for want of a path), `{type: 'failed',
-/// code}`, or `{type: 'found', kind, mode, uid, bytes}`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// code}`, or `{type: 'found', kind, mode, uid, bytes}` (read at the
+/// boundary, `src/wasm/wire/check.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyFileFacts {
     /// Nothing there (`ENOENT`).
-    #[serde(alias = "none")]
     Missing,
     /// `lstat` or the read failed with this code.
     Failed {
         /// The errno code (`EACCES`, ...).
-        #[serde(default)]
         code: String,
     },
     /// Something is there.
@@ -88,14 +86,11 @@ pub enum KeyFileFacts {
         /// What it is.
         kind: FileKind,
         /// Its permission bits (`st_mode & 0o7777`).
-        #[serde(default)]
         mode: u32,
         /// Its owner's uid.
-        #[serde(rename = "uid")]
         owner: u32,
         /// Its first bytes (at most [`KEY_FILE_LEN`] + 1; empty unless a
         /// regular file).
-        #[serde(default, deserialize_with = "crate::protocol::bytes")]
         bytes: Vec<u8>,
     },
 }

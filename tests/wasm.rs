@@ -619,7 +619,7 @@ fn bad_input_names_the_field_and_never_panics() {
         (r#"{"allowed":true}"#, "invalid result: type: missing"),
         (
             r#"{"type":"Reviewed","allowed":true}"#,
-            r#"invalid result: type: "Reviewed" (expected reviewed, rulesReviewed, accessBody, rulesBody or failed)"#,
+            r#"invalid result: type: expected reviewed, rulesReviewed, accessBody, rulesBody or failed, got "Reviewed""#,
         ),
     ];
     for (result, want) in results {

@@ -125,8 +125,7 @@ pub enum CallOutcome {
 /// What the host saw of one request, for [`Call::on_result`](super::Call::on_result);
 /// on the wire `{type: 'succeeded'}`, `{type: 'readBack', body}`, `{type:
 /// 'failed' | 'failedBeforeSending', facts?}`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallResult {
     /// It succeeded (a connection: its stream opened).
     Succeeded,
@@ -138,7 +137,6 @@ pub enum CallResult {
     /// It failed; what the host saw.
     Failed {
         /// The error facts.
-        #[serde(default)]
         facts: ErrorFacts,
     },
     /// It failed before its connection was made (the host saw no TCP, or
@@ -146,9 +144,49 @@ pub enum CallResult {
     /// reached the apiserver.
     FailedBeforeSending {
         /// The error facts.
-        #[serde(default)]
         facts: ErrorFacts,
     },
+}
+
+/// What a call result's `type` may be.
+#[derive(serde::Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum ResultType {
+    Succeeded,
+    ReadBack,
+    Failed,
+    FailedBeforeSending,
+}
+
+/// Every field a call result may have, read in one go: one reader for
+/// every `type`, where an enum's derive writes one per variant.
+#[derive(serde::Deserialize)]
+struct ResultIn {
+    #[serde(rename = "type")]
+    kind: ResultType,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    facts: Option<ErrorFacts>,
+}
+
+impl<'de> serde::Deserialize<'de> for CallResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CallResult, D::Error> {
+        use serde::de::Error;
+        let r = ResultIn::deserialize(d)?;
+        Ok(match r.kind {
+            ResultType::Succeeded => CallResult::Succeeded,
+            ResultType::ReadBack => CallResult::ReadBack {
+                body: r.body.ok_or_else(|| D::Error::missing_field("body"))?,
+            },
+            ResultType::Failed => CallResult::Failed {
+                facts: r.facts.unwrap_or_default(),
+            },
+            ResultType::FailedBeforeSending => CallResult::FailedBeforeSending {
+                facts: r.facts.unwrap_or_default(),
+            },
+        })
+    }
 }
 
 pub use crate::protocol::Accepted;

@@ -8,10 +8,10 @@ use crate::review_answer::{self, AccessAnswer, Malformed};
 use crate::rules::RulesStatus;
 use crate::text::{self, quoted};
 
-/// What a request returned; on the wire `{type: 'accessBody', body}`, ...
-/// (`facts` and `status` may be left out or `null`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// What a request returned; on the wire `{type: 'accessBody', body}`,
+/// `{type: 'rulesBody', body}` or `{type: 'failed', facts?}` (read by
+/// [`ResultIn`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeResult {
     /// The review answered: `status.allowed`. For tests and the fuzzer
     /// only (the shim reports the body, [`ProbeResult::AccessBody`]).
@@ -20,7 +20,6 @@ pub enum ProbeResult {
         /// The API's verdict for this permission.
         allowed: bool,
         /// `status.reason`, if any (kept for the denial message).
-        #[serde(default)]
         reason: Option<String>,
     },
     /// The rules review answered: its `status`. For tests and the fuzzer
@@ -28,7 +27,6 @@ pub enum ProbeResult {
     #[cfg(feature = "test-exports")]
     RulesReviewed {
         /// The review's status.
-        #[serde(default)]
         status: RulesStatus,
     },
     /// An access review answered (2xx): its body, as the server sent it.
@@ -47,9 +45,72 @@ pub enum ProbeResult {
     /// The request failed; the facts the shim saw.
     Failed {
         /// Normalized error facts.
-        #[serde(default)]
         facts: ErrorFacts,
     },
+}
+
+/// What a result's `type` may be.
+#[derive(serde::Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum ResultType {
+    #[cfg(feature = "test-exports")]
+    Reviewed,
+    #[cfg(feature = "test-exports")]
+    RulesReviewed,
+    AccessBody,
+    RulesBody,
+    Failed,
+}
+
+/// Every field a result may have, read in one go: one reader for every
+/// `type`, where an enum's derive writes one per variant.
+#[derive(serde::Deserialize)]
+struct ResultIn {
+    #[serde(rename = "type")]
+    kind: ResultType,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    facts: Option<ErrorFacts>,
+    #[cfg(feature = "test-exports")]
+    #[serde(default)]
+    allowed: Option<bool>,
+    #[cfg(feature = "test-exports")]
+    #[serde(default)]
+    reason: Option<String>,
+    #[cfg(feature = "test-exports")]
+    #[serde(default)]
+    status: Option<RulesStatus>,
+}
+
+impl<'de> serde::Deserialize<'de> for ProbeResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProbeResult, D::Error> {
+        use serde::de::Error;
+        let r = ResultIn::deserialize(d)?;
+        let body = |b: Option<String>| b.ok_or_else(|| D::Error::missing_field("body"));
+        Ok(match r.kind {
+            #[cfg(feature = "test-exports")]
+            ResultType::Reviewed => ProbeResult::Reviewed {
+                allowed: r
+                    .allowed
+                    .ok_or_else(|| D::Error::missing_field("allowed"))?,
+                reason: r.reason,
+            },
+            #[cfg(feature = "test-exports")]
+            ResultType::RulesReviewed => ProbeResult::RulesReviewed {
+                status: r.status.unwrap_or_default(),
+            },
+            ResultType::AccessBody => ProbeResult::AccessBody {
+                body: body(r.body)?,
+            },
+            ResultType::RulesBody => ProbeResult::RulesBody {
+                body: body(r.body)?,
+            },
+            ResultType::Failed => ProbeResult::Failed {
+                facts: r.facts.unwrap_or_default(),
+            },
+        })
+    }
 }
 
 pub use crate::protocol::Accepted;

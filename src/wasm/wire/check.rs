@@ -5,13 +5,36 @@
 use super::*;
 use crate::check::{Fact, LockCreated, LockSeen, RecordRead};
 use crate::preflight::ProbeResult;
-use crate::runner_key::{KeyFileFacts, KeyFileReport};
+use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
 use crate::text::quoted;
 
-/// The fields every key file report has beside its `type`.
+/// What a key file report's `type` may be (`none`: nothing looked at, for
+/// want of a path).
+#[derive(Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum KeyFileType {
+    Missing,
+    None,
+    Failed,
+    Found,
+}
+
+/// Every field a key file report may have, read in one go.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct KeyFileHeadIn {
+struct KeyFileIn {
+    #[serde(rename = "type")]
+    kind: KeyFileType,
+    #[serde(default)]
+    code: String,
+    #[serde(default, rename = "kind")]
+    file_kind: Option<FileKind>,
+    #[serde(default)]
+    mode: u32,
+    #[serde(default)]
+    uid: Option<u32>,
+    #[serde(default)]
+    bytes: Option<Bytes>,
     #[serde(default)]
     process_uid: Option<u32>,
     #[serde(default)]
@@ -22,15 +45,21 @@ struct KeyFileHeadIn {
 /// `type`), each with `processUid` (a number or null) and `createError` (a
 /// code or null).
 pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
-    let facts = match read(v)? {
-        KeyFileFacts::Failed { code } => KeyFileFacts::failed(code),
-        facts => facts,
+    let r: KeyFileIn = read(v)?;
+    let facts = match r.kind {
+        KeyFileType::Missing | KeyFileType::None => KeyFileFacts::Missing,
+        KeyFileType::Failed => KeyFileFacts::failed(r.code),
+        KeyFileType::Found => KeyFileFacts::Found {
+            kind: needed(r.file_kind, "kind")?,
+            mode: r.mode,
+            owner: needed(r.uid, "uid")?,
+            bytes: r.bytes.map(|b| b.0).unwrap_or_default(),
+        },
     };
-    let head: KeyFileHeadIn = read(v)?;
     Ok(KeyFileReport {
         facts,
-        process_uid: head.process_uid,
-        create_error: head.create_error,
+        process_uid: r.process_uid,
+        create_error: r.create_error,
     })
 }
 
