@@ -107,6 +107,64 @@ impl KeyFileFacts {
     }
 }
 
+/// What a key file report's `type` may be (`none`: nothing looked at, for
+/// want of a path).
+#[derive(serde::Deserialize)]
+#[serde(variant_identifier, rename_all = "camelCase")]
+enum KeyFileType {
+    Missing,
+    None,
+    Failed,
+    Found,
+}
+
+/// Every field a key file report may have, read in one go: one reader for
+/// every `type`, where an enum's derive writes one per variant.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyFileIn {
+    #[serde(rename = "type")]
+    kind: KeyFileType,
+    #[serde(default)]
+    code: String,
+    #[serde(default, rename = "kind")]
+    file_kind: Option<FileKind>,
+    #[serde(default)]
+    mode: u32,
+    #[serde(default)]
+    uid: Option<u32>,
+    #[serde(default)]
+    bytes: Option<crate::protocol::Bytes>,
+    #[serde(default)]
+    process_uid: Option<u32>,
+    #[serde(default)]
+    create_error: Option<String>,
+}
+
+/// On the wire: [`KeyFileFacts`] by its `type`, each with `processUid` (a
+/// number or null) and `createError` (a code or null).
+impl<'de> serde::Deserialize<'de> for KeyFileReport {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KeyFileReport, D::Error> {
+        use serde::de::Error;
+        let r = KeyFileIn::deserialize(d)?;
+        let facts = match r.kind {
+            KeyFileType::Missing | KeyFileType::None => KeyFileFacts::Missing,
+            KeyFileType::Failed => KeyFileFacts::failed(r.code),
+            KeyFileType::Found => KeyFileFacts::Found {
+                kind: r.file_kind.ok_or_else(|| D::Error::missing_field("kind"))?,
+                mode: r.mode,
+                owner: r.uid.ok_or_else(|| D::Error::missing_field("uid"))?,
+                bytes: r.bytes.map(|b| b.0).unwrap_or_default(),
+            },
+        };
+        Ok(KeyFileReport {
+            facts,
+            process_uid: r.process_uid,
+            create_error: r.create_error,
+        })
+    }
+}
+
 /// The shim's report on the key file, after creating it if asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyFileReport {

@@ -45,7 +45,7 @@ impl WasmPreflight {
         let key_file = if key_file.is_undefined() {
             None
         } else {
-            Some(read(key_file, "keyFile", wire::key_file_report)?)
+            Some(read(key_file, "keyFile", de::read)?)
         };
         let machine = Machine::from_env_keyed(
             values(&env),
@@ -163,7 +163,7 @@ pub fn runner_key_file(env: &JsValue) -> JsValue {
 /// this report on the path, or null (something is there already).
 #[wasm_bindgen(js_name = runnerKeyToCreate)]
 pub fn runner_key_to_create(facts: &JsValue) -> Result<Option<String>, JsValue> {
-    let report = read(facts, "keyFile", wire::key_file_report)?;
+    let report: runner_key::KeyFileReport = read(facts, "keyFile", de::read)?;
     Ok(runner_key::to_create(&report.facts))
 }
 

@@ -5,63 +5,8 @@
 use super::*;
 use crate::check::{Fact, LockCreated, LockSeen, RecordRead};
 use crate::preflight::ProbeResult;
-use crate::runner_key::{FileKind, KeyFileFacts, KeyFileReport};
+use crate::runner_key::KeyFileReport;
 use crate::text::quoted;
-
-/// What a key file report's `type` may be (`none`: nothing looked at, for
-/// want of a path).
-#[derive(Deserialize)]
-#[serde(variant_identifier, rename_all = "camelCase")]
-enum KeyFileType {
-    Missing,
-    None,
-    Failed,
-    Found,
-}
-
-/// Every field a key file report may have, read in one go.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct KeyFileIn {
-    #[serde(rename = "type")]
-    kind: KeyFileType,
-    #[serde(default)]
-    code: String,
-    #[serde(default, rename = "kind")]
-    file_kind: Option<FileKind>,
-    #[serde(default)]
-    mode: u32,
-    #[serde(default)]
-    uid: Option<u32>,
-    #[serde(default)]
-    bytes: Option<Bytes>,
-    #[serde(default)]
-    process_uid: Option<u32>,
-    #[serde(default)]
-    create_error: Option<String>,
-}
-
-/// The shim's report on the runner key file ([`KeyFileFacts`], by its
-/// `type`), each with `processUid` (a number or null) and `createError` (a
-/// code or null).
-pub fn key_file_report(v: &JsValue) -> Result<KeyFileReport, Bad> {
-    let r: KeyFileIn = read(v)?;
-    let facts = match r.kind {
-        KeyFileType::Missing | KeyFileType::None => KeyFileFacts::Missing,
-        KeyFileType::Failed => KeyFileFacts::failed(r.code),
-        KeyFileType::Found => KeyFileFacts::Found {
-            kind: needed(r.file_kind, "kind")?,
-            mode: r.mode,
-            owner: needed(r.uid, "uid")?,
-            bytes: r.bytes.map(|b| b.0).unwrap_or_default(),
-        },
-    };
-    Ok(KeyFileReport {
-        facts,
-        process_uid: r.process_uid,
-        create_error: r.create_error,
-    })
-}
 
 /// The fields a file fact's `type` may have (`keyFile {report}` is read
 /// apart, as the report is tagged by `type` itself).
@@ -115,7 +60,7 @@ fn fact(v: JsValue) -> Result<Fact, Bad> {
     if tag.kind == "keyFile" {
         let report = field(&v, "report")?;
         return Ok(Fact::KeyFile(
-            key_file_report(&report).map_err(|e| e.at("report"))?,
+            read::<KeyFileReport>(&report).map_err(|e| e.at("report"))?,
         ));
     }
     let kind = tag.kind.as_str();
