@@ -133,8 +133,10 @@ test('a live holder that never finishes: the check waits until its deadline less
   // record. (Not this process's own pid: a lock naming the checking process
   // itself is a reused pid's, taken over at once.)
   fs.writeFileSync(lock, lockText(process.ppid));
-  // Deadline 3 s: the reserve is a tenth of it (300 ms), below the 500 ms timeout.
-  const run = await checkOnce(ctx, fastEnv({ DEADLINE_MS: 3000 }));
+  // Deadline 3 s: the reserve is a tenth of it (300 ms), below the 500 ms
+  // timeout. One rules review in that reserve, not 13 access reviews: on a
+  // loaded machine 13 did not all answer in 300 ms.
+  const run = await checkOnce(ctx, fastEnv({ DEADLINE_MS: 3000, RULES_REVIEW: 'on' }));
   assert.equal(run.ok, true);
   assert.equal(run.outcome.source, 'reviews');
   assert.ok(run.ms >= 2_600, `gave up waiting after ${run.ms} ms`);
