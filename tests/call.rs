@@ -141,13 +141,12 @@ fn a_hung_read_is_abandoned_at_its_timeout_and_the_call_ends_by_deadline_plus_on
 }
 
 #[test]
-fn a_timeout_the_host_reports_is_ours_and_never_the_calls_last_error() {
+fn a_timeout_is_ours_and_never_the_calls_last_error_the_apis_last_answer_is() {
     let mut s = settings();
     s.calls.deadline = Duration::from_secs(20);
-    let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
-    // The host's timer (the timeout this machine set) ended each attempt:
+    // The host's timer (the timeout this machine set) ended an attempt:
     // what it holds is our own abort.
-    let own = Reply::Fail {
+    let own = || Reply::Fail {
         facts: ErrorFacts {
             timed_out: true,
             name: Some("AbortError".into()),
@@ -156,12 +155,27 @@ fn a_timeout_the_host_reports_is_ours_and_never_the_calls_last_error() {
         },
         latency: 5,
     };
-    let r = run(&mut c, &[status(503), own]);
-    assert!(
-        gave_up(&r).contains("last error: request timed out"),
-        "{}",
-        gave_up(&r)
-    );
+    // A 503, then only our own timeouts (the host's timer, then the
+    // machine's clock): the 503 is the API's last answer.
+    for rest in [own(), Reply::Hang] {
+        let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
+        let r = run(&mut c, &[status(503), rest]);
+        assert!(
+            gave_up(&r).contains("last error: request timed out"),
+            "{}",
+            gave_up(&r)
+        );
+        assert_eq!(
+            r.outcome,
+            CallOutcome::GiveUp {
+                message: gave_up(&r).to_string(),
+                last_request: Some(1),
+            }
+        );
+    }
+    // Only our own timeouts: no error of the API's to name.
+    let mut c = call(&s, CallSpec::method("listNamespacedSecret"));
+    let r = run(&mut c, &[own()]);
     assert!(matches!(
         r.outcome,
         CallOutcome::GiveUp {

@@ -65,8 +65,9 @@ pub struct Call {
     /// The failures met: the warning given once, the last error, how
     /// many were retried.
     trouble: Trouble,
-    /// The last request that reported an error (not our timeout, whether
-    /// this machine's clock or the host's timer noticed it).
+    /// The last request that reported an error of the API's (not our
+    /// timeout, whether this machine's clock or the host's timer noticed
+    /// it, nor cleared by one).
     last_reported: Option<u32>,
     /// Warn, Info and Debug actions not yet returned, oldest first.
     pending: Vec<CallAction>,
@@ -260,8 +261,8 @@ impl Call {
                         });
                     }
                 }
-                // Our own timeout: the host holds no error for it.
-                self.last_reported = None;
+                // Our own timeout: the host holds no error for it, and the
+                // API's last answer (if any) stays the call's last error.
                 self.failed(flight.request(), ErrorFacts::own_timeout(), now);
             }
         }
@@ -510,7 +511,9 @@ impl Call {
         }
         // A request the host's timer ended (the timeout this machine set)
         // holds our own abort, not the API's answer: never the call's last.
-        self.last_reported = (!facts.timed_out).then_some(request);
+        if !facts.timed_out {
+            self.last_reported = Some(request);
+        }
         self.failed_at(request, facts, stage, now);
         Ok(Accepted::Applied)
     }

@@ -58,6 +58,29 @@ test(`[${consumer.flavour}] retryK8sApiCall whose every attempt times out gives 
   }
 });
 
+test(`[${consumer.flavour}] retryK8sApiCall that got an answer from the API and then only its own timeouts rethrows that answer`, { timeout: 30_000 }, async () => {
+  for (const ignoresSignal of [false, true]) {
+    // An env of its own: the first give-up is a known outage on its env.
+    const env = fastEnv({ ACTIONS_RUNNER_PREFLIGHT_CALL_DEADLINE_MS: '1000', ACTIONS_RUNNER_PREFLIGHT_REQUEST_TIMEOUT_MS: '200' });
+    let calls = 0;
+    const unavailable = Object.assign(new Error('HTTP-Code: 503 Message: Service Unavailable'), { code: 503 });
+    const fn = (signal) => {
+      calls += 1;
+      if (calls === 1) return Promise.reject(unavailable);
+      // Then nothing answers: ended by the policy's own timeout.
+      return new Promise((_, reject) => {
+        if (ignoresSignal) return;
+        signal.addEventListener('abort', () => reject(Object.assign(new Error('The operation was aborted'), { name: 'AbortError' })));
+      });
+    };
+    await assert.rejects(preflight.retryK8sApiCall(fn, { env, logger: captureLogger().logger }), (e) => {
+      assert.equal(e, unavailable, `${ignoresSignal ? 'an fn that ignores its signal' : 'an fn that aborts'}: ${e && e.name}: ${e && e.message}`);
+      return true;
+    });
+    assert.ok(calls > 1, `retried after the 503: ${calls} calls`);
+  }
+});
+
 test(`[${consumer.flavour}] the kubeconfig's token never appears in a wrapped call's lines or give-up`, { timeout: 20_000 }, async () => {
   const token = 'wrapped-call-secret-0123456789abcdef';
   let calls = 0;
