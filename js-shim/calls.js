@@ -14,13 +14,20 @@ const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } =
 const { credentialFacts } = require('./credential');
 
 /**
- * What errors of calls through `kc` must hide: its credentials (read once,
- * when the wrapper is made), and whatever follows `Bearer ` or `Basic `.
- * `describeError` gives error facts, `redact` a text.
+ * What errors of calls through `kc` must hide: its credentials, as they
+ * were when the wrapper was made and as they are when an error is
+ * described (the client reads a token file when it sends, and the kubelet
+ * rotates a projected token under a long-lived wrapper), and whatever
+ * follows `Bearer ` or `Basic `. `describeError` gives error facts,
+ * `redact` a text.
  */
 function secretsOf(kc) {
-  const { secrets } = credentialFacts(kc);
-  return { describeError: errorDescriber(secrets), redact: textRedactor(secrets) };
+  const first = credentialFacts(kc).secrets;
+  const current = () => first.concat(credentialFacts(kc).secrets);
+  return {
+    describeError: (error, timedOut) => errorDescriber(current())(error, timedOut),
+    redact: (text) => textRedactor(current())(text),
+  };
 }
 
 // One steady clock per settings environment (process.env, or a host's env

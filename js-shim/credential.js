@@ -19,19 +19,25 @@ const CREDENTIAL_FILE_LIMIT = 1024 * 1024;
  */
 function credentialFacts(kubeConfig) {
   const facts = {};
+  let keyText;
   const user = currentUser(kubeConfig);
   if (user) {
-    const token = field(user, 'token');
-    if (typeof token === 'string') facts.token = token;
+    // As the client sends it (`Bearer ${token}`): a YAML number is a token too.
+    const token = text(field(user, 'token'));
+    if (token !== undefined) facts.token = token;
     const config = field(field(user, 'authProvider'), 'config');
     const tokenFile = field(config, 'tokenFile') || field(config, 'token-file');
     if (tokenFile) facts.tokenFile = readFile(tokenFile);
     const keyData = field(user, 'keyData');
-    if (typeof keyData === 'string') facts.keyData = new Uint8Array(Buffer.from(keyData, 'base64'));
+    if (typeof keyData === 'string') {
+      facts.keyData = new Uint8Array(Buffer.from(keyData, 'base64'));
+      // Hidden as the kubeconfig holds it, too.
+      keyText = keyData;
+    }
     const keyFile = field(user, 'keyFile');
     if (typeof keyFile === 'string' && keyFile) facts.keyFile = readFile(keyFile);
   }
-  const secrets = [facts.token, facts.tokenFile && facts.tokenFile.bytes, facts.keyData, facts.keyFile && facts.keyFile.bytes];
+  const secrets = [facts.token, facts.tokenFile && facts.tokenFile.bytes, facts.keyData, keyText, facts.keyFile && facts.keyFile.bytes];
   return { facts, secrets: secrets.filter((s) => s !== undefined) };
 }
 
@@ -40,6 +46,16 @@ function currentUser(kubeConfig) {
     return kubeConfig && typeof kubeConfig.getCurrentUser === 'function' ? kubeConfig.getCurrentUser() : null;
   } catch {
     return null;
+  }
+}
+
+/** `value` as a template literal shows it, unless it is absent or its `toString` throws. */
+function text(value) {
+  if (value === undefined || value === null || typeof value === 'symbol') return undefined;
+  try {
+    return String(value);
+  } catch {
+    return undefined;
   }
 }
 

@@ -27,6 +27,11 @@ const MAX_INDEXED_SECRET = 64 * 1024;
 const MIN_WHOLE_SECRET = 4;
 const REDACTED = '<redacted>';
 
+/** `text` (a JSON string's inside) with <, >, &, U+2028 and U+2029 as \u escapes. */
+function htmlSafe(text) {
+  return text.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** `text` as it reads inside a JSON string. */
 function jsonEscaped(text) {
   return JSON.stringify(text).slice(1, -1);
@@ -57,6 +62,11 @@ function redactor(credentials) {
     const once = jsonEscaped(form);
     forms.add(once);
     forms.add(jsonEscaped(once));
+    // Go's encoding/json (the apiserver's) also escapes <, > and & (and
+    // U+2028, U+2029) as \u003c, ...
+    const go = htmlSafe(once);
+    forms.add(go);
+    forms.add(jsonEscaped(go));
   }
   const whole = [];
   for (const form of [...forms]) {

@@ -8,11 +8,11 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const { consumer, k8s, NAMESPACE, TOKEN, setup, newCheck, captureLogger, fastEnv, tempDir } = require('./support/harness');
+const { consumer, k8s, preflight, NAMESPACE, TOKEN, setup, newCheck, captureLogger, fastEnv, tempDir } = require('./support/harness');
 
 const installed = path.join(consumer.consumerDir, 'node_modules', 'k8s-auth-preflight');
 const { credentialFacts } = require(path.join(installed, 'js-shim', 'credential.js'));
-const { errorDescriber } = require(path.join(installed, 'js-shim', 'facts.js'));
+const { errorDescriber, redactor } = require(path.join(installed, 'js-shim', 'facts.js'));
 
 /** A KubeConfig for `server` whose current user is `user`. */
 function kubeConfigOf(server, user) {
@@ -46,7 +46,7 @@ test('every candidate is reported, each file with what reading it gave; nothing 
   assert.equal(Buffer.from(facts.keyData).toString(), 'key-data-0123456789');
   assert.equal(facts.keyFile.type, 'read');
   assert.equal(Buffer.from(facts.keyFile.bytes).toString(), 'PEM-KEY-BYTES-0123456789');
-  assert.equal(secrets.length, 3, 'the token, the key data and the key file (the token file gave nothing)');
+  assert.equal(secrets.length, 4, 'the token, the key data (decoded and as the kubeconfig holds it) and the key file (the token file gave nothing)');
 
   assert.deepEqual(credentialFacts({ getCurrentUser: () => ({ keyFile: dir }) }).facts.keyFile, { path: dir, type: 'notRegular' });
   assert.deepEqual(credentialFacts({ getCurrentUser: () => ({ authProvider: { config: { tokenFile: 42 } } }) }).facts.tokenFile, {
@@ -100,4 +100,49 @@ test(`[${consumer.flavour}] an inline token beside a token file: the inline one 
   assert.equal(await newCheck({ kc, cacheDir: ctx.cacheDir, env: fastEnv(), logger: log.logger }).isAuthPermissionsOK(), true);
   assert.deepEqual(log.warnings, []);
   assert.equal(fs.readdirSync(ctx.cacheDir).filter((f) => f.endsWith('.json')).length, 1, 'the verdict is cached under the inline token');
+});
+
+test('a token the kubeconfig holds as a number (a YAML number) is the credential, hidden as the client sends it', () => {
+  const { facts, secrets } = credentialFacts({ getCurrentUser: () => ({ token: 4815162342481516 }) });
+  assert.equal(facts.token, '4815162342481516');
+  assert.equal(errorDescriber(secrets)(new Error('malformed bearer token 4815162342481516'), false).message, 'malformed bearer token <redacted>');
+});
+
+test('key data is hidden in the form the kubeconfig holds it (base64) too', () => {
+  const keyData = Buffer.from('BAQCxupwZRKAS9hxu-private-key-bytes').toString('base64');
+  const { secrets } = credentialFacts({ getCurrentUser: () => ({ keyData }) });
+  const text = errorDescriber(secrets)(new Error(`client rejected credential ${keyData}`), false).message;
+  assert.equal(text, 'client rejected credential <redacted>');
+});
+
+test("a token echoed with Go's HTML-safe JSON escapes (\\u003c, \\u003e, \\u0026) is hidden", () => {
+  const token = 'a<b>c&d<e>f&g<h>i&j<k>';
+  const goJson = JSON.stringify(`token ${token} is malformed`).replace(/[<>&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
+  const redact = redactor(token);
+  const out = redact(goJson);
+  assert.ok(!out.includes('\\u003cb\\u003ec'), out);
+  assert.ok(out.includes('<redacted>'), out);
+});
+
+test(`[${consumer.flavour}] a token file rotated after a wrapper was made: the token the client sent is hidden`, { timeout: 20_000 }, async (t) => {
+  const dir = tempDir(t, 'credential-rotation');
+  const tokenFile = path.join(dir, 'token');
+  fs.writeFileSync(tokenFile, 'AAAAtokenAlphaAlphaAlpha1234567890');
+  const sent = () => fs.readFileSync(tokenFile, 'utf8');
+  // A client that reads the token file when it sends, as client-node does,
+  // and whose error quotes what it sent.
+  const kc = {
+    getCurrentUser: () => ({ name: 'u', authProvider: { config: { tokenFile } } }),
+    makeApiClient: () => ({
+      async readNamespacedPod() {
+        throw Object.assign(new Error(`credential [${sent()}] is malformed`), { code: 400 });
+      },
+    }),
+  };
+  const api = preflight.resilientKubeConfig(kc, { env: fastEnv(), logger: captureLogger().logger }).makeApiClient(class {});
+  fs.writeFileSync(tokenFile, 'BBBBtokenBravoBravoBravo0987654321');
+  const thrown = await api.readNamespacedPod({ name: 'p', namespace: 'ci' }).catch((e) => e);
+  const text = require('node:util').inspect(thrown, { depth: 10 });
+  assert.ok(text.includes('is malformed'), text);
+  assert.ok(!text.includes('BBBBtoke') && !text.includes('Bravo098'), text);
 });
