@@ -41,6 +41,8 @@ const clocks = new WeakMap();
 function clockOf(env, now) {
   const shared = env !== null && typeof env === 'object';
   let clock = shared ? clocks.get(env) : undefined;
+  // A bad `now` is refused for every wrapper, the env's first or not.
+  if (clock && now) steadyClock(now);
   if (!clock) {
     clock = steadyClock(now || Date.now);
     if (shared) clocks.set(env, clock);

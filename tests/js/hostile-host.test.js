@@ -107,6 +107,11 @@ for (const [what, now] of [
     const pods = await api.listNamespacedPod({ namespace: 'ci' });
     assert.ok(Array.isArray(pods.items));
     assert.equal(await preflight.retryK8sApiCall(async () => 'ok', { env, kubeConfig: kc, logger: captureLogger().logger }), 'ok');
+    // On an env already in use, it is refused as well.
+    assert.throws(
+      () => preflight.resilientKubeConfig(kc, { env, now, logger: captureLogger().logger }),
+      (e) => e instanceof TypeError && /options\.now\(\)/.test(e.message),
+    );
   });
 }
 
