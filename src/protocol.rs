@@ -91,3 +91,25 @@ impl<'de> Deserialize<'de> for Bytes {
         d.deserialize_byte_buf(Expect)
     }
 }
+
+/// Every field a request's result may have (the check's and the calls'),
+/// read in one go by the result types' readers: one reader for every `type`
+/// `K`, where an enum's derive writes one per variant.
+#[derive(serde::Deserialize)]
+pub(crate) struct ResultFields<K> {
+    #[serde(rename = "type")]
+    pub kind: K,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub facts: Option<crate::classify::ErrorFacts>,
+    #[cfg(feature = "test-exports")]
+    #[serde(default)]
+    pub allowed: Option<bool>,
+    #[cfg(feature = "test-exports")]
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[cfg(feature = "test-exports")]
+    #[serde(default)]
+    pub status: Option<crate::rules::RulesStatus>,
+}

@@ -36,6 +36,12 @@ impl Trace {
     fn count(&self, f: impl Fn(&CheckAction) -> bool) -> usize {
         self.actions.iter().filter(|a| f(a)).count()
     }
+    /// The warnings that say the verdict will not be cached.
+    fn uncached_warnings(&self) -> Vec<&str> {
+        let uncached = |w: &&str| w.contains("will not be cached");
+        self.warnings().into_iter().filter(uncached).collect()
+    }
+
     fn warnings(&self) -> Vec<&str> {
         self.logs
             .iter()
@@ -233,10 +239,7 @@ fn a_cold_step_creates_the_key_takes_the_lock_asks_writes_and_releases() {
         "lock, send, write, release: {order:?}"
     );
     assert!(
-        !trace
-            .warnings()
-            .iter()
-            .any(|w| w.contains("will not be cached")),
+        trace.uncached_warnings().is_empty(),
         "{:?}",
         trace.warnings()
     );
@@ -588,9 +591,8 @@ fn a_token_file_that_cannot_be_read_is_named_in_the_one_warning_and_in_a_bad_hea
         T0,
         |_, _| {},
     );
-    let cached = |w: &&str| w.contains("will not be cached");
     assert_eq!(
-        trace.warnings().into_iter().filter(cached).collect::<Vec<_>>(),
+        trace.uncached_warnings(),
         vec!["the service-account token at /var/run/secrets/token cannot be read (EACCES); the verdict will not be cached"]
     );
     assert!(
@@ -626,10 +628,7 @@ fn an_inline_token_beside_a_token_file_is_the_one_a_bad_header_error_names() {
         |_, _| {},
     );
     assert!(
-        !trace
-            .warnings()
-            .iter()
-            .any(|w| w.contains("will not be cached")),
+        trace.uncached_warnings().is_empty(),
         "{:?}",
         trace.warnings()
     );

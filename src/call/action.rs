@@ -158,22 +158,10 @@ enum ResultType {
     FailedBeforeSending,
 }
 
-/// Every field a call result may have, read in one go: one reader for
-/// every `type`, where an enum's derive writes one per variant.
-#[derive(serde::Deserialize)]
-struct ResultIn {
-    #[serde(rename = "type")]
-    kind: ResultType,
-    #[serde(default)]
-    body: Option<String>,
-    #[serde(default)]
-    facts: Option<ErrorFacts>,
-}
-
 impl<'de> serde::Deserialize<'de> for CallResult {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CallResult, D::Error> {
         use serde::de::Error;
-        let r = ResultIn::deserialize(d)?;
+        let r = crate::protocol::ResultFields::<ResultType>::deserialize(d)?;
         Ok(match r.kind {
             ResultType::Succeeded => CallResult::Succeeded,
             ResultType::ReadBack => CallResult::ReadBack {

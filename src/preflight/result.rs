@@ -62,31 +62,10 @@ enum ResultType {
     Failed,
 }
 
-/// Every field a result may have, read in one go: one reader for every
-/// `type`, where an enum's derive writes one per variant.
-#[derive(serde::Deserialize)]
-struct ResultIn {
-    #[serde(rename = "type")]
-    kind: ResultType,
-    #[serde(default)]
-    body: Option<String>,
-    #[serde(default)]
-    facts: Option<ErrorFacts>,
-    #[cfg(feature = "test-exports")]
-    #[serde(default)]
-    allowed: Option<bool>,
-    #[cfg(feature = "test-exports")]
-    #[serde(default)]
-    reason: Option<String>,
-    #[cfg(feature = "test-exports")]
-    #[serde(default)]
-    status: Option<RulesStatus>,
-}
-
 impl<'de> serde::Deserialize<'de> for ProbeResult {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProbeResult, D::Error> {
         use serde::de::Error;
-        let r = ResultIn::deserialize(d)?;
+        let r = crate::protocol::ResultFields::<ResultType>::deserialize(d)?;
         let body = |b: Option<String>| b.ok_or_else(|| D::Error::missing_field("body"));
         Ok(match r.kind {
             #[cfg(feature = "test-exports")]
