@@ -11,7 +11,7 @@
  * spawn(command[0], command.slice(1)) in the pod's folder, in a process group
  * of its own, with an environment of PATH (the directory of the Node running
  * the server first, then the usual system directories), HOME (the pod's
- * folder) and LOOPBACK_POD (who started it: this server and the pod), nothing
+ * folder), TMPDIR (its tmp folder, standing in for the container's own /tmp) and LOOPBACK_POD (who started it: this server and the pod), nothing
  * else. No terminal is ever allocated; stdin, stdout and stderr are pipes when
  * the exec asked for them and /dev/null when it did not. Stdout and stderr are
  * FIFOs, as a container runtime gives an exec, not the socket pairs Node makes
@@ -161,9 +161,13 @@ function createPodContainer({ podRoot }) {
   function start(exec, query) {
     const cwd = folderFor(exec.namespace, exec.pod);
     fs.mkdirSync(cwd, { recursive: true });
+    // A container's /tmp is its own: here, a folder of the pod's.
+    const tmp = path.join(cwd, 'tmp');
+    fs.mkdirSync(tmp, { recursive: true });
     const env = {
       PATH: SYSTEM_PATH.split(':').includes(path.dirname(process.execPath)) ? SYSTEM_PATH : `${path.dirname(process.execPath)}:${SYSTEM_PATH}`,
       HOME: cwd,
+      TMPDIR: tmp,
       [MARKER]: podMark(exec.namespace, exec.pod),
     };
     exec.pid = null;
