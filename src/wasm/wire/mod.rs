@@ -26,11 +26,13 @@ use crate::protocol::Bytes;
 mod call;
 mod check;
 mod credential;
+mod durable;
 #[cfg(feature = "test-exports")]
 mod test_exports;
 pub use call::*;
 pub use check::*;
 pub use credential::*;
+pub use durable::*;
 #[cfg(feature = "test-exports")]
 pub use test_exports::*;
 
