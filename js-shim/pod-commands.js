@@ -70,6 +70,7 @@ function startScript(utilities) {
 }
 
 const SCRIPTS = {
+  look: () => [FOLDER, '[ -d "$d" ] || exit 98'].join('\n'),
   attach: () => [FOLDER, ATTACH].join('\n'),
   finish: () => [FOLDER, '[ -f "$d/code" ] || exit 98', 'cat "$d/code"'].join('\n'),
   cleanup: () => [FOLDER, 'rm -rf "$d"'].join('\n'),

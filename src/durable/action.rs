@@ -15,13 +15,15 @@ pub const UTILITIES: &[&str] = &[
 ];
 
 /// One pod-side step of a run, each an exec of `sh -c` the host builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodStep {
     /// Check the utilities; claim the run (`mkdir` of its folder); if the
     /// claim is ours, launch the command detached; then attach (below).
     /// A run already claimed is only attached to: never started again.
     Start,
+    /// Exit 0 when the run has a folder (it was claimed), 98 when not: made
+    /// before another start when a start may have reached the pod.
+    Look,
     /// Stream the run's stdout and stderr files from the offsets the host
     /// has received, until the command has ended and everything is sent;
     /// exit 0 then, or 98 when the run has no folder.

@@ -100,10 +100,11 @@ impl WasmSettings {
         tty: bool,
         now_ms: f64,
     ) -> Result<Option<WasmDurable>, JsValue> {
-        let spec: crate::durable::DurableSpec = read(spec, "spec", de::read)?;
+        let spec = read(spec, "spec", wire::durable_spec)?;
         let now = time(now_ms)?;
+        let command = spec.command.clone();
         let run = self.calls().durable(spec, stdin, tty, now);
-        Ok(run.map(|run| WasmDurable { run }))
+        Ok(run.map(|run| WasmDurable { run, command }))
     }
 
     /// `[pingEveryMs, pongDeadlineMs]` for an open plain exec stream, or
@@ -126,6 +127,7 @@ pub fn cut_status(pod: &str, why: &str) -> JsValue {
 #[wasm_bindgen(js_name = Durable)]
 pub struct WasmDurable {
     run: crate::durable::DurableRun,
+    command: Vec<String>,
 }
 
 #[wasm_bindgen(js_class = Durable)]
@@ -137,10 +139,10 @@ impl WasmDurable {
         for fact in read(facts, "facts", wire::durable_facts)? {
             self.run.on_fact(now, fact);
         }
-        let command = self.run.command().to_vec();
+        let (run, command) = (&mut self.run, &self.command);
         Ok(steps(
-            || self.run.poll(now),
-            |a| wire::durable_action(a, &command),
+            || run.poll(now),
+            |a| wire::durable_action(a, command),
             |a| matches!(a, DurableAction::Wait { .. } | DurableAction::Done),
         ))
     }

@@ -3,61 +3,59 @@
 
 use super::*;
 use crate::classify::ErrorFacts;
-use crate::durable::{Delivery, DurableAction, DurableFact, PodStep, UTILITIES};
-use crate::protocol::Level;
+use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep, UTILITIES};
 use crate::text::quoted;
 
-/// Every field a fact's `type` may have.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DurableFactIn {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    request: u32,
-    #[serde(default)]
-    exit_code: Option<f64>,
-    #[serde(default)]
-    stdout: String,
-    #[serde(default)]
-    why: String,
-    #[serde(default)]
-    facts: Option<ErrorFacts>,
-    #[serde(default)]
-    found: bool,
-    #[serde(default)]
-    phase: Option<String>,
-    #[serde(default)]
-    deleting: bool,
-    #[serde(default)]
-    signal: String,
+/// `field` of `v` as `W`, or `W::default()` when it is absent (`undefined`
+/// or `null`).
+fn optional<W: serde::de::DeserializeOwned + Default>(v: &JsValue, key: &str) -> Result<W, Bad> {
+    let value = field(v, key)?;
+    if value.is_undefined() || value.is_null() {
+        return Ok(W::default());
+    }
+    read(&value).map_err(|e| e.at(key))
 }
 
-/// The facts of one step of a durable run.
+/// The spec of a durable exec: `{namespace, pod, command}`, read field by
+/// field (a derived reader would cost the `.wasm` more than these lines).
+pub fn durable_spec(v: &JsValue) -> Result<DurableSpec, Bad> {
+    Ok(DurableSpec {
+        namespace: read_field(v, "namespace")?,
+        pod: read_field(v, "pod")?,
+        command: read_field(v, "command")?,
+    })
+}
+
+/// The facts of one step of a durable run: `{type, request, ...}` with the
+/// fields of its type (see [`DurableFact`]).
 pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
-    items(v, |item| {
-        let f: DurableFactIn = read(&item)?;
-        let request = f.request;
-        Ok(match f.kind.as_str() {
-            "opened" => DurableFact::Opened { request },
+    items(v, |f| {
+        let kind: String = read_field(&f, "type")?;
+        let request = || optional::<u32>(&f, "request");
+        Ok(match kind.as_str() {
+            "opened" => DurableFact::Opened {
+                request: request()?,
+            },
             "ended" => DurableFact::Ended {
-                request,
+                request: request()?,
                 // `as` saturates; a status is 0..=255 or a code of ours.
-                exit_code: f.exit_code.map(|c| c as i64),
-                stdout: f.stdout,
-                why: f.why,
+                exit_code: optional::<Option<f64>>(&f, "exitCode")?.map(|c| c as i64),
+                stdout: optional(&f, "stdout")?,
+                why: optional(&f, "why")?,
             },
             "failed" => DurableFact::Failed {
-                request,
-                facts: f.facts.unwrap_or_default(),
+                request: request()?,
+                facts: optional::<ErrorFacts>(&f, "facts")?,
             },
             "pod" => DurableFact::Pod {
-                request,
-                found: f.found,
-                phase: f.phase,
-                deleting: f.deleting,
+                request: request()?,
+                found: optional(&f, "found")?,
+                phase: optional(&f, "phase")?,
+                deleting: optional(&f, "deleting")?,
             },
-            "cancel" => DurableFact::Cancel { signal: f.signal },
+            "cancel" => DurableFact::Cancel {
+                signal: optional(&f, "signal")?,
+            },
             "closed" => DurableFact::Closed,
             other => {
                 let problem = format!(
@@ -70,120 +68,80 @@ pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
     })
 }
 
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-enum ActionOut<'a> {
-    Exec {
-        request: u32,
-        step: PodStep,
-        run: &'a str,
-        setup_timeout_ms: u64,
-        ping_every_ms: u64,
-        pong_deadline_ms: u64,
-        utilities: &'a [&'a str],
-    },
-    ReadPod {
-        request: u32,
-        timeout_ms: u64,
-    },
-    Resolve,
-    Reject {
-        request: u32,
-    },
-    Plain,
-    Log {
-        level: Level,
-        message: &'a str,
-    },
-    Deliver {
-        status: Status<'a>,
-    },
-    Wait {
-        until_ms: Option<u64>,
-    },
-    Done,
+/// A fresh plain object of `pairs`, written key by key.
+fn object(pairs: &[(&str, JsValue)]) -> JsValue {
+    let o = js_sys::Object::new();
+    for (key, value) in pairs {
+        // Setting a key of a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
 }
 
-/// client-node's `V1Status` as the apiserver sends it on the status channel.
-#[derive(Serialize)]
-pub struct Status<'a> {
-    metadata: Empty,
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    details: Option<Details>,
+fn text(s: &str) -> JsValue {
+    JsValue::from_str(s)
 }
 
-#[derive(Serialize)]
-pub struct Empty {}
-
-#[derive(Serialize)]
-pub struct Details {
-    causes: [Cause; 1],
+fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
 }
 
-#[derive(Serialize)]
-pub struct Cause {
-    reason: &'static str,
-    message: String,
-}
-
-/// The status a delivery gives the caller; `command` is named in a non-zero
-/// exit's message, as the kubelet names it.
-pub fn status<'a>(delivery: &'a Delivery, command: &[String]) -> Status<'a> {
-    let failure = |message, reason, details| Status {
-        metadata: Empty {},
-        status: "Failure",
-        message: Some(message),
-        reason: Some(reason),
-        details,
-    };
+/// client-node's `V1Status` for `delivery`, as the apiserver sends it on
+/// the status channel; `command` is named in a non-zero exit's message, as
+/// the kubelet names it.
+pub fn status(delivery: &Delivery, command: &[String]) -> JsValue {
     match delivery {
-        Delivery::Success => Status {
-            metadata: Empty {},
-            status: "Success",
-            message: None,
-            reason: None,
-            details: None,
-        },
-        Delivery::ExitCode(code) => failure(
-            format!(
+        Delivery::Success => object(&[("metadata", object(&[])), ("status", text("Success"))]),
+        Delivery::ExitCode(code) => {
+            let message = format!(
                 "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
                 command.join(" ")
-            ),
-            "NonZeroExitCode",
-            Some(Details {
-                causes: [Cause {
-                    reason: "ExitCode",
-                    message: code.to_string(),
-                }],
-            }),
-        ),
-        Delivery::Failed { reason, message } => failure(message.clone(), reason, None),
+            );
+            let cause = object(&[
+                ("reason", text("ExitCode")),
+                ("message", text(&code.to_string())),
+            ]);
+            let details = object(&[("causes", js_sys::Array::of1(&cause).into())]);
+            failure(&message, "NonZeroExitCode", Some(details))
+        }
+        Delivery::Failed { reason, message } => failure(message, reason, None),
     }
+}
+
+fn failure(message: &str, reason: &str, details: Option<JsValue>) -> JsValue {
+    let mut pairs = vec![
+        ("metadata", object(&[])),
+        ("status", text("Failure")),
+        ("message", text(message)),
+        ("reason", text(reason)),
+    ];
+    if let Some(details) = details {
+        pairs.push(("details", details));
+    }
+    object(&pairs)
 }
 
 /// A plain exec's status when its stream ended with none.
 pub fn unknown_status(message: String) -> JsValue {
-    write(&Status {
-        metadata: Empty {},
-        status: "Failure",
-        message: Some(message),
-        reason: Some("StreamCut"),
-        details: None,
-    })
+    failure(&message, "StreamCut", None)
 }
 
-/// One action of a durable run, `command` for its statuses' messages.
+fn step_name(step: PodStep) -> &'static str {
+    match step {
+        PodStep::Start => "start",
+        PodStep::Look => "look",
+        PodStep::Attach => "attach",
+        PodStep::Finish => "finish",
+        PodStep::Cleanup => "cleanup",
+        PodStep::Kill => "kill",
+    }
+}
+
+/// One action of a durable run, `command` for its statuses' messages:
+/// `{type, ...}` with the fields of [`DurableAction`], camelCase.
 pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
-    write(&match a {
+    let kind = |name: &str| ("type", text(name));
+    match a {
         DurableAction::Exec {
             request,
             step,
@@ -191,35 +149,44 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             setup_timeout_ms,
             ping_every_ms,
             pong_deadline_ms,
-        } => ActionOut::Exec {
-            request: *request,
-            step: *step,
-            run,
-            setup_timeout_ms: *setup_timeout_ms,
-            ping_every_ms: *ping_every_ms,
-            pong_deadline_ms: *pong_deadline_ms,
-            utilities: UTILITIES,
-        },
+        } => {
+            let utilities: js_sys::Array = UTILITIES.iter().map(|u| text(u)).collect();
+            object(&[
+                kind("exec"),
+                ("request", number(u64::from(*request))),
+                ("step", text(step_name(*step))),
+                ("run", text(run)),
+                ("setupTimeoutMs", number(*setup_timeout_ms)),
+                ("pingEveryMs", number(*ping_every_ms)),
+                ("pongDeadlineMs", number(*pong_deadline_ms)),
+                ("utilities", utilities.into()),
+            ])
+        }
         DurableAction::ReadPod {
             request,
             timeout_ms,
-        } => ActionOut::ReadPod {
-            request: *request,
-            timeout_ms: *timeout_ms,
-        },
-        DurableAction::Resolve => ActionOut::Resolve,
-        DurableAction::Reject { request } => ActionOut::Reject { request: *request },
-        DurableAction::Plain => ActionOut::Plain,
-        DurableAction::Log { level, message } => ActionOut::Log {
-            level: *level,
-            message,
-        },
-        DurableAction::Deliver { delivery } => ActionOut::Deliver {
-            status: status(delivery, command),
-        },
-        DurableAction::Wait { until_ms } => ActionOut::Wait {
-            until_ms: *until_ms,
-        },
-        DurableAction::Done => ActionOut::Done,
-    })
+        } => object(&[
+            kind("readPod"),
+            ("request", number(u64::from(*request))),
+            ("timeoutMs", number(*timeout_ms)),
+        ]),
+        DurableAction::Resolve => object(&[kind("resolve")]),
+        DurableAction::Reject { request } => {
+            object(&[kind("reject"), ("request", number(u64::from(*request)))])
+        }
+        DurableAction::Plain => object(&[kind("plain")]),
+        DurableAction::Log { level, message } => object(&[
+            kind("log"),
+            ("level", text(level.name())),
+            ("message", text(message)),
+        ]),
+        DurableAction::Deliver { delivery } => {
+            object(&[kind("deliver"), ("status", status(delivery, command))])
+        }
+        DurableAction::Wait { until_ms } => object(&[
+            kind("wait"),
+            ("untilMs", until_ms.map_or(JsValue::NULL, number)),
+        ]),
+        DurableAction::Done => object(&[kind("done")]),
+    }
 }

@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::de::{field, read, Bad};
+use super::de::{field, read, read_field, Bad};
 use crate::protocol::Bytes;
 
 mod call;
