@@ -25,7 +25,8 @@ const DRAIN = [
 
 // Streams until the command has ended and all its output is sent. The wake
 // FIFO is opened read-write (never blocks) before the end is looked for, so
-// an end written after the look wakes the read; a tick each second bounds
+// an end written after the look wakes the read; a tick each second, written
+// through the open descriptor (the folder may have been removed), bounds
 // the wait otherwise.
 const ATTACH = [
   DRAIN,
@@ -35,7 +36,7 @@ const ATTACH = [
   '  [ -d "$d" ] || exit 98',
   '  if [ -f "$d/code" ]; then drain; exit 0; fi',
   '  drain',
-  '  ( sleep 1; echo t 1<>"$d/wake" ) >/dev/null 2>&1 &',
+  '  ( sleep 1; echo t >&3 ) >/dev/null 2>&1 &',
   '  t=$!',
   '  read -r _ <&3',
   '  kill "$t" 2>/dev/null',

@@ -399,3 +399,19 @@ test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and r
   assert.equal(log.warning.length, 1, log.warning.join('\n'));
   assert.equal(runFolders(env.folder()).length, 0);
 });
+
+test(`${F} a command that removes its own run's folder: the exec fails as unknown, promptly, and is not started again`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const command = ['sh', '-c', 'echo x >> remover.starts; sleep 0.5; rm -rf "$TMPDIR"/k8s-auth-preflight; sleep 0.5; echo after; exit 4'];
+  const started = performance.now();
+  const result = await runExec(durable, command);
+  // The reader notices at its next tick (1 s): not a hang, which the
+  // loopback's pings would end only later.
+  const tookMs = performance.now() - started;
+  assert.ok(tookMs < 4500, `took ${Math.round(tookMs)} ms`);
+  assert.equal(result.status.status, 'Failure');
+  assert.equal(result.status.reason, 'RunRecordMissing');
+  assert.match(result.status.message, /is not started again; its exit code is unknown/);
+  assert.equal(starts(env.folder(), 'remover'), 1);
+});
