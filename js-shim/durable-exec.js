@@ -172,13 +172,16 @@ function durableExec(machine, io, args) {
         push(fact);
       };
       const setupTimer = setTimeout(() => {
-        finish({ type: 'failed', request, facts: state.describeError(timeoutError(action.setupTimeoutMs), true) });
+        const error = timeoutError(action.setupTimeoutMs);
+        errors.set(request, error);
+        finish({ type: 'failed', request, facts: state.describeError(error, true) });
         closeQuietly(ws);
       }, action.setupTimeoutMs);
       let command;
       try {
         command = podCommand(action, received, args.command);
       } catch (error) {
+        errors.set(request, error);
         finish({ type: 'failed', request, facts: state.describeError(error, false) });
         return;
       }
