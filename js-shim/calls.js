@@ -523,7 +523,13 @@ function watchedConnection(kc, connectTimeoutMs) {
     own.createConnection = (options, callback) => watch(make(options, callback));
     opts.agent = own;
   });
-  return { kc: watched, neverConnected: () => socket !== null && !connected, stop };
+  // `destroy()`: the attempt is given up; its socket, if made, is closed,
+  // so that a set-up still on its way is not answered to nobody.
+  const destroy = () => {
+    stop();
+    if (socket && !socket.destroyed) socket.destroy();
+  };
+  return { kc: watched, neverConnected: () => socket !== null && !connected, stop, destroy };
 }
 
 /** A `Log` for `kc` whose `log(...)` retries the request's set-up as `exec` does. */

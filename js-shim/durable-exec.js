@@ -161,7 +161,7 @@ function durableExec(machine, io, args) {
             done();
           },
         });
-      const watched = io.watchedConnection(kc, action.setupTimeoutMs);
+      const watched = io.watchedConnection(kc, action.connectTimeoutMs);
       const finish = (fact) => {
         if (dead) return;
         dead = true;
@@ -175,6 +175,7 @@ function durableExec(machine, io, args) {
         const error = timeoutError(action.setupTimeoutMs);
         errors.set(request, error);
         finish({ type: 'failed', request, facts: state.describeError(error, true) });
+        watched.destroy();
         closeQuietly(ws);
       }, action.setupTimeoutMs);
       let command;

@@ -3,52 +3,66 @@
 // (src/durable/action.rs, `PodStep`): `sh -c <script> k8s-auth-preflight
 // <run id> <stdout offset> <stderr offset> [<command>...]`. Only `sh`, its
 // builtins and the utilities the core lists (docs/CALLS.md) are used. The
-// exit statuses are the ones the core reads (`StepEnd`): 0 done, 96 no
-// folder can be made, 98 the run has no folder, 200 + i utility i missing;
-// every other status is the step breaking. The command's own output and
-// exit code never pass through these statuses.
+// exit statuses are the ones the core reads (`StepEnd`): 0 done, 95 the
+// command is not a program (the plain exec says so as the runtime says
+// it), 96 no folder can be made, 98 the run has no folder, 200 + i utility
+// i missing; every other status is the step breaking. The command's own
+// output and exit code never pass through these statuses.
+//
+// A run's folder is `.k8s-auth-preflight/<run id>` in the container's temp
+// folder (a dot folder: `rm -rf "$TMPDIR"/*` leaves it). Its `mkdir` is the
+// claim; once the code has been delivered the folder stays, holding only
+// `done`, so that a start that arrives late finds the run claimed.
 
-// The run's folder, in the container's temp folder.
-const FOLDER = 'b="${TMPDIR:-/tmp}/k8s-auth-preflight"; d="$b/$1"; o=$(($2)); e=$(($3)); shift 3';
+// The run's folder and the offsets; the command is left in "$@".
+const FOLDER = 'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));shift 3';
 
-// Sends what the output files hold past the offsets: stdout to stdout,
-// stderr to stderr, each exactly once. A reader that went away (the stream
-// was cut) ends this exec: `head` dies of SIGPIPE.
+// Sends what the output files hold past the offsets, stdout to stdout and
+// stderr to stderr, each byte once; `m` says whether anything moved. A
+// reader whose stream was cut ends here: `head` dies of SIGPIPE.
 const DRAIN = [
-  'drain() {',
-  '  n=$(($(wc -c <"$d/out")))',
-  '  if [ "$n" -gt "$o" ]; then tail -c +$((o + 1)) "$d/out" 2>/dev/null | head -c $((n - o)) || exit 1; o=$n; fi',
-  '  n=$(($(wc -c <"$d/err")))',
-  '  if [ "$n" -gt "$e" ]; then tail -c +$((e + 1)) "$d/err" 2>/dev/null | head -c $((n - e)) >&2 || exit 1; e=$n; fi',
+  'drain(){ m=0',
+  'n=$(($(wc -c <"$d/out")))',
+  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$d/out" 2>/dev/null|head -c $((n-o))||exit 1;o=$n;m=1;fi',
+  'n=$(($(wc -c <"$d/err")))',
+  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$d/err" 2>/dev/null|head -c $((n-e)) >&2||exit 1;e=$n;m=1;fi',
   '}',
 ].join('\n');
 
 // Streams until the command has ended and all its output is sent. The wake
 // FIFO is opened read-write (never blocks) before the end is looked for, so
-// an end written after the look wakes the read; a tick each second, written
-// through the open descriptor (the folder may have been removed), bounds
-// the wait otherwise.
+// an end written after the look wakes the read; otherwise a tick, written
+// through the open descriptor (the folder may have been removed), wakes it:
+// every 0.1 s for 2 s after output moved (or after the start), then every
+// second (a `sleep` without fractions sleeps 1 s).
 const ATTACH = [
   DRAIN,
-  '[ -d "$d" ] || exit 98',
+  '[ -d "$d" ]||exit 98',
   'exec 3<>"$d/wake"',
-  'while :; do',
-  '  [ -d "$d" ] || exit 98',
-  '  if [ -f "$d/code" ]; then drain; exit 0; fi',
-  '  drain',
-  '  ( sleep 1; echo t >&3 ) >/dev/null 2>&1 &',
-  '  t=$!',
-  '  read -r _ <&3',
-  '  kill "$t" 2>/dev/null',
+  'q=0',
+  'while :;do',
+  '[ -d "$d" ]||exit 98',
+  '[ -f "$d/done" ]&&exit 0',
+  'if [ -f "$d/code" ];then drain;exit 0;fi',
+  'drain',
+  '[ "$m" = 1 ]&&q=0',
+  'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
+  '(sleep $s 2>/dev/null||sleep 1;echo t >&3) >/dev/null 2>&1 &',
+  't=$!',
+  'read -r _ <&3',
+  'kill "$t" 2>/dev/null',
   'done',
 ].join('\n');
 
-// The detached command: a session of its own (so a cut stream neither
-// signals nor blocks it, and its group can be stopped), stdin from
-// /dev/null, output to files, its exit code written when it ends (moved into
-// place whole), then the attach is woken.
+// The detached command: a session of its own (a cut stream neither signals
+// nor blocks it, and its group can be stopped), stdin from /dev/null, run as
+// a program (`exec` in a subshell: never a builtin of this shell), stdout
+// and stderr through relays into the files, so that output of children
+// that outlive it still arrives, as a runtime's pipes wait for it. The exit
+// code is moved into place once both relays have ended; then the reader is
+// woken.
 const LAUNCH =
-  `setsid sh -c 'echo $$ >"$0/pid"; "$@" </dev/null >>"$0/out" 2>>"$0/err"; echo $? >"$0/code.tmp"; mv "$0/code.tmp" "$0/code"; echo w 1<>"$0/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`;
+  `setsid sh -c 'd=$0;echo $$ >"$d/pid";cat <"$d/ep" >>"$d/err" & c=$!;{ (exec "$@") </dev/null 2>"$d/ep";echo $? >"$d/code.tmp";}|cat >>"$d/out";wait "$c";mv "$d/code.tmp" "$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`;
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -57,36 +71,42 @@ function startScript(utilities) {
   });
   return [
     FOLDER,
-    // Nothing is claimed before every utility is known to be there.
-    `i=200; for u in ${names.join(' ')}; do command -v "$u" >/dev/null 2>&1 || exit "$i"; i=$((i + 1)); done`,
+    // Nothing is claimed before every utility is known to be there, and the
+    // command is known to be a program.
+    `i=200;for u in ${names.join(' ')};do command -v "$u" >/dev/null 2>&1||exit "$i";i=$((i+1));done`,
+    // (PATH searched as exec searches it: a builtin of the same name is not the program.)
+    'case "$1" in */*)[ -f "$1" ]&&[ -x "$1" ]||exit 95;;*)f=;set -f;IFS=:;for x in $PATH;do [ -f "${x:-.}/$1" ]&&[ -x "${x:-.}/$1" ]&&{ f=1;break;};done;unset IFS;set +f;[ -n "$f" ]||exit 95;;esac',
     'mkdir -p "$b" 2>/dev/null',
     // The claim: only one mkdir of the run's folder succeeds, ever.
-    'if mkdir "$d" 2>/dev/null; then',
-    '  : >"$d/out" && : >"$d/err" && mkfifo "$d/wake" || { rm -rf "$d"; exit 96; }',
-    `  ${LAUNCH}`,
-    'elif [ ! -d "$d" ]; then exit 96',
+    'if mkdir "$d" 2>/dev/null;then',
+    ': >"$d/out"&&: >"$d/err"&&mkfifo "$d/wake" "$d/ep"||{ rm -rf "$d";exit 96;}',
+    LAUNCH,
+    'elif [ ! -d "$d" ];then exit 96',
     'fi',
     ATTACH,
   ].join('\n');
 }
 
+// What is left of a delivered run: its folder, holding `done`.
+const TOMBSTONE = ': >"$d/done";rm -f "$d/out" "$d/err" "$d/ep" "$d/wake" "$d/pid" "$d/code" "$d/code.tmp"';
+
 const SCRIPTS = {
-  look: () => [FOLDER, '[ -d "$d" ] || exit 98'].join('\n'),
+  look: () => [FOLDER, '[ -d "$d" ]||exit 98'].join('\n'),
   attach: () => [FOLDER, ATTACH].join('\n'),
-  finish: () => [FOLDER, '[ -f "$d/code" ] || exit 98', 'cat "$d/code"'].join('\n'),
-  cleanup: () => [FOLDER, 'rm -rf "$d"'].join('\n'),
+  finish: () => [FOLDER, '[ -f "$d/code" ]||exit 98', 'cat "$d/code"'].join('\n'),
+  cleanup: () => [FOLDER, '[ -d "$d" ]||exit 0', TOMBSTONE].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL.
   kill: () =>
     [
       FOLDER,
-      '[ -d "$d" ] || exit 0',
+      '[ -d "$d" ]||exit 0',
       'p=$(cat "$d/pid" 2>/dev/null)',
-      'if [ -n "$p" ]; then',
-      '  kill -TERM -"$p" 2>/dev/null',
-      '  i=0; while [ ! -f "$d/code" ] && [ "$i" -lt 2 ]; do sleep 1; i=$((i + 1)); done',
-      '  kill -KILL -"$p" 2>/dev/null',
+      'if [ -n "$p" ];then',
+      'kill -TERM -"$p" 2>/dev/null',
+      'i=0;while [ ! -f "$d/code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
+      'kill -KILL -"$p" 2>/dev/null',
       'fi',
-      'rm -rf "$d"',
+      TOMBSTONE,
     ].join('\n'),
 };
 

@@ -30,10 +30,11 @@ pub enum PodStep {
     Attach,
     /// Print the command's exit code (exit 98 when there is none).
     Finish,
-    /// Remove the run's folder.
+    /// Remove the run's files, leaving its folder with a `done` mark: a
+    /// start that arrives late finds the run claimed.
     Cleanup,
-    /// Stop the command's process group (TERM, then KILL), then remove the
-    /// run's folder.
+    /// Stop the command's process group (TERM, then KILL), then leave the
+    /// run as a clean-up does.
     Kill,
 }
 
@@ -43,6 +44,9 @@ pub enum PodStep {
 pub enum StepEnd {
     /// Exit 0: the step did what it is for.
     Done,
+    /// Exit 95: the command is not a program on the container's `PATH` (a
+    /// shell builtin, a missing file): nothing was claimed.
+    NotAProgram,
     /// Exit 96: the run's folder cannot be made (no writable temp folder).
     NoFolder,
     /// Exit 98: the run has no folder (never claimed, or removed).
@@ -59,6 +63,7 @@ impl StepEnd {
     pub fn of(code: i64) -> StepEnd {
         match code {
             0 => StepEnd::Done,
+            95 => StepEnd::NotAProgram,
             96 => StepEnd::NoFolder,
             98 => StepEnd::NoRecord,
             200..=255 => match usize::try_from(code - 200)
@@ -106,6 +111,8 @@ pub enum DurableAction {
         step: PodStep,
         /// The run's id (its folder's name).
         run: String,
+        /// Abandon a set-up whose connection is not made by then.
+        connect_timeout_ms: u64,
         /// Abandon a set-up that takes longer.
         setup_timeout_ms: u64,
         /// How often to ping an open stream.

@@ -28,9 +28,19 @@ pub struct DurableSpec {
 
 /// How often an open stream is pinged.
 pub const PING_EVERY_MS: u64 = 5_000;
-// A clean-up or a kill gets one attempt of this long: the caller waits on it.
+// A clean-up gets one attempt of this long: the caller waits on it.
 const CLEANUP_TIMEOUT_MS: u64 = 5_000;
-const KILL_TIMEOUT_MS: u64 = 4_000;
+// A stopping process has this long to stop the command (its host waits
+// 8 s in all): each kill attempt gets 2 s, and a failed one is made again
+// after a short pause.
+const KILL_WINDOW_MS: u64 = 6_000;
+const KILL_ATTEMPT_MS: u64 = 2_000;
+const KILL_PAUSE_MS: u64 = 250;
+/// A command longer than this (its arguments' bytes) runs as a plain exec:
+/// the start step's URL carries the command and a script of about 2.5 KB
+/// (percent-encoded), and a proxy in front of the apiserver may refuse a
+/// URL of 8 KB that the plain exec's fits in.
+pub const MAX_COMMAND_BYTES: usize = 8_192;
 // Attempts are bounded by the time without a connection; this only bounds
 // a line whose steps keep failing at once.
 const MAX_ATTEMPTS: u32 = 10_000;
@@ -63,6 +73,7 @@ struct Disconnection {
 pub struct DurableRun {
     pod: String,
     run: String,
+    connect_timeout_ms: u64,
     setup_timeout_ms: u64,
     pong_deadline_ms: u64,
     limit_ms: u64,
@@ -89,6 +100,8 @@ pub struct DurableRun {
     last_failed: Option<u32>,
     last_error: String,
     code: Option<Delivery>,
+    /// Until when a kill is tried, once the process is being stopped.
+    kill_until_ms: Option<u64>,
     disconnected: Option<Disconnection>,
     queue: VecDeque<DurableAction>,
 }
@@ -98,6 +111,26 @@ impl DurableRun {
     /// backoff's jitter. Its id comes from the operating system's
     /// randomness whatever the seed: two runs must never share a folder.
     pub fn new(
+        settings: &Settings,
+        spec: DurableSpec,
+        random: RandomSource,
+        now_ms: u64,
+    ) -> DurableRun {
+        let length: usize = spec.command.iter().map(|part| part.len() + 1).sum();
+        let too_long = length > MAX_COMMAND_BYTES;
+        let nothing = spec.command.is_empty();
+        let mut run = DurableRun::with(settings, spec, random, now_ms);
+        if too_long {
+            let what = format!("got a command of {length} bytes, too long to run durably (at most {MAX_COMMAND_BYTES})");
+            run.fall_back(&what);
+        } else if nothing {
+            // The runtime's own answer to an empty command is the caller's.
+            run.plain();
+        }
+        run
+    }
+
+    fn with(
         settings: &Settings,
         spec: DurableSpec,
         random: RandomSource,
@@ -115,7 +148,8 @@ impl DurableRun {
         DurableRun {
             pod: format!("{}/{}", spec.namespace, spec.pod),
             run,
-            setup_timeout_ms: millis(settings.request_timeout),
+            connect_timeout_ms: millis(settings.request_timeout),
+            setup_timeout_ms: millis(calls.request_timeout),
             pong_deadline_ms: millis(calls.pong_deadline),
             limit_ms: millis(calls.disconnect_limit),
             backoff,
@@ -133,6 +167,7 @@ impl DurableRun {
             last_failed: None,
             last_error: String::new(),
             code: None,
+            kill_until_ms: None,
             // Until the first stream opens, the run has no connection.
             disconnected: Some(Disconnection {
                 since_ms: now_ms,
@@ -192,7 +227,7 @@ impl DurableRun {
                     self.pod(found, phase.as_deref(), deleting);
                 }
             }
-            DurableFact::Cancel { signal } => self.cancel(&signal),
+            DurableFact::Cancel { signal } => self.cancel(now_ms, &signal),
             DurableFact::Closed => self.finish_with(None),
         }
     }
@@ -240,15 +275,16 @@ impl DurableRun {
     fn send(&mut self, step: PodStep) -> DurableAction {
         let request = self.numbers.give_out();
         self.in_flight = Some((request, step));
-        let setup_timeout_ms = match step {
-            PodStep::Cleanup => CLEANUP_TIMEOUT_MS,
-            PodStep::Kill => KILL_TIMEOUT_MS,
-            _ => self.setup_timeout_ms,
+        let (connect_timeout_ms, setup_timeout_ms) = match step {
+            PodStep::Cleanup => (CLEANUP_TIMEOUT_MS, CLEANUP_TIMEOUT_MS),
+            PodStep::Kill => (KILL_ATTEMPT_MS, KILL_ATTEMPT_MS),
+            _ => (self.connect_timeout_ms, self.setup_timeout_ms),
         };
         DurableAction::Exec {
             request,
             step,
             run: self.run.clone(),
+            connect_timeout_ms,
             setup_timeout_ms,
             ping_every_ms: PING_EVERY_MS,
             pong_deadline_ms: self.pong_deadline_ms,
@@ -291,7 +327,8 @@ impl DurableRun {
                 let delivery = self.code.clone();
                 self.finish_with(delivery);
             }
-            (PodStep::Kill, _) => self.finish_with(None),
+            (PodStep::Kill, Some(_)) => self.finish_with(None),
+            (PodStep::Kill, None) => self.kill_again(now_ms, why),
             (PodStep::Start | PodStep::Attach, Some(StepEnd::Done)) => {
                 self.may_have_started = true;
                 self.phase = Phase::Finishing;
@@ -302,6 +339,8 @@ impl DurableRun {
             ),
             // Our own script never ran: the container could not run `sh`.
             (PodStep::Start, Some(StepEnd::Other(126 | 127))) => self.fall_back("cannot run `sh`"),
+            // Not a program: the runtime's own answer is the caller's.
+            (PodStep::Start, Some(StepEnd::NotAProgram)) => self.plain(),
             (PodStep::Start, Some(StepEnd::Missing(name))) => {
                 self.fall_back(&format!("has no `{name}`"))
             }
@@ -353,7 +392,8 @@ impl DurableRun {
                 return;
             }
             PodStep::Kill => {
-                self.finish_with(None);
+                let why = self.last_error.clone();
+                self.kill_again(now_ms, &why);
                 return;
             }
             PodStep::Start => {
@@ -381,7 +421,7 @@ impl DurableRun {
                         self.pod_read = Some(request);
                         self.queue.push_back(DurableAction::ReadPod {
                             request,
-                            timeout_ms: self.setup_timeout_ms,
+                            timeout_ms: self.connect_timeout_ms,
                         });
                     }
                 }
@@ -453,24 +493,42 @@ impl DurableRun {
 
     fn fall_back(&mut self, what: &str) {
         self.log(Level::Warning, messages::fallback(&self.pod, what));
+        self.plain();
+    }
+
+    /// The command runs as a plain exec: it was not started.
+    fn plain(&mut self) {
         self.phase = Phase::Over;
         self.queue.push_back(DurableAction::Plain);
         self.queue.push_back(DurableAction::Done);
     }
 
-    fn cancel(&mut self, signal: &str) {
+    fn cancel(&mut self, now_ms: u64, signal: &str) {
         if matches!(self.phase, Phase::Killing | Phase::Over) {
             return;
         }
         if !self.may_have_started {
             return self.finish_with(None);
         }
-        self.log(Level::Warning, messages::cancelled(&self.pod, signal));
+        self.log(Level::Warning, messages::stopping(&self.pod, signal));
         self.phase = Phase::Killing;
         self.disconnected = None;
+        self.kill_until_ms = Some(now_ms.saturating_add(KILL_WINDOW_MS));
         // The stream that is open stays open; the kill goes beside it.
         self.in_flight = None;
         self.next = Some((PodStep::Kill, 0));
+    }
+
+    /// A kill that did not get through: again after a pause, while the
+    /// window lasts; then the run ends saying the command may be running.
+    fn kill_again(&mut self, now_ms: u64, why: &str) {
+        let at = now_ms.saturating_add(KILL_PAUSE_MS);
+        if self.kill_until_ms.is_some_and(|until| at < until) {
+            self.next = Some((PodStep::Kill, at));
+        } else {
+            self.log(Level::Warning, messages::not_stopped(&self.pod, why));
+            self.finish_with(None);
+        }
     }
 
     fn reject(&mut self, request: u32) {
@@ -646,7 +704,8 @@ mod tests {
             r.clone().poll(T0),
             DurableAction::Exec {
                 step: PodStep::Start,
-                setup_timeout_ms: 10_000,
+                connect_timeout_ms: 10_000,
+                setup_timeout_ms: 65_000,
                 ping_every_ms: 5_000,
                 pong_deadline_ms: 15_000,
                 ..
@@ -1226,5 +1285,104 @@ mod tests {
             }
             assert!(deliveries <= 1, "round {round}: {deliveries} deliveries");
         }
+    }
+
+    fn run_of(command: Vec<String>) -> DurableRun {
+        let spec = DurableSpec {
+            namespace: "ci".into(),
+            pod: "job-pod".into(),
+            command,
+        };
+        DurableRun::new(&settings(), spec, RandomSource::seeded(7), T0)
+    }
+
+    #[test]
+    fn an_empty_command_a_non_program_and_a_command_too_long_run_plainly() {
+        let mut empty = run_of(vec![]);
+        assert_eq!(
+            drain(&mut empty, T0),
+            vec![DurableAction::Plain, DurableAction::Done]
+        );
+
+        let mut long = run_of(vec![
+            "sh".into(),
+            "-c".into(),
+            "x".repeat(MAX_COMMAND_BYTES),
+        ]);
+        let actions = drain(&mut long, T0);
+        let warnings = logs(&actions, Level::Warning);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("too long to run durably"),
+            "{}",
+            warnings[0]
+        );
+        assert_eq!(
+            actions[actions.len() - 2..],
+            [DurableAction::Plain, DurableAction::Done]
+        );
+        let mut fits = run_of(vec!["x".repeat(MAX_COMMAND_BYTES - 1)]);
+        assert!(exec(&drain(&mut fits, T0)).is_some());
+
+        // The start found the command is no program: the runtime says so.
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(95), ""));
+        assert_eq!(
+            drain(&mut r, T0),
+            vec![DurableAction::Plain, DurableAction::Done]
+        );
+    }
+
+    #[test]
+    fn a_kill_that_does_not_get_through_is_made_again_within_its_window_then_said() {
+        let mut r = run();
+        let _ = started(&mut r);
+        r.on_fact(
+            T0,
+            DurableFact::Cancel {
+                signal: "SIGTERM".into(),
+            },
+        );
+        let actions = drain(&mut r, T0);
+        assert!(
+            logs(&actions, Level::Warning)[0].contains("stopping the script in pod \"ci/job-pod\"")
+        );
+        let (mut kill, _) = exec(&actions).unwrap();
+        let mut now = T0;
+        let mut kills = 1;
+        loop {
+            r.on_fact(
+                now,
+                DurableFact::Failed {
+                    request: kill,
+                    facts: refused(),
+                },
+            );
+            let actions = drain(&mut r, now);
+            if actions.last() == Some(&DurableAction::Done) {
+                let warnings = logs(&actions, Level::Warning);
+                assert!(
+                    warnings[0].contains("could not stop the script")
+                        && warnings[0].contains("may still be running"),
+                    "{warnings:?}"
+                );
+                break;
+            }
+            let DurableAction::Wait {
+                until_ms: Some(until),
+            } = *actions.last().unwrap()
+            else {
+                panic!("{actions:?}")
+            };
+            now = until;
+            let (next, step) = exec(&drain(&mut r, now)).unwrap();
+            assert_eq!(step, PodStep::Kill);
+            kill = next;
+            kills += 1;
+            assert!(kills < 100);
+        }
+        assert!(kills >= 10, "{kills} kills in the window");
+        assert!(now - T0 <= KILL_WINDOW_MS, "tried for {} ms", now - T0);
     }
 }

@@ -61,9 +61,14 @@ pub fn fallback(pod: &str, what: &str) -> String {
     )
 }
 
-/// The hook process was stopped.
-pub fn cancelled(pod: &str, signal: &str) -> String {
-    format!("stopped by {signal}: the script in pod \"{pod}\" was told to stop")
+/// The hook process is being stopped.
+pub fn stopping(pod: &str, signal: &str) -> String {
+    format!("{signal}: stopping the script in pod \"{pod}\" before this process ends")
+}
+
+/// The command could not be stopped in time.
+pub fn not_stopped(pod: &str, last_error: &str) -> String {
+    format!("could not stop the script in pod \"{pod}\" (last error: {last_error}): it may still be running")
 }
 
 /// A plain exec (with stdin, a tty, or durable execs off) whose stream

@@ -112,8 +112,9 @@ const starts = (folder, tag = 'run') => {
 
 /** The run folders left in the pod's temp folder. */
 const runFolders = (folder) => {
-  const dir = path.join(folder, 'tmp', 'k8s-auth-preflight');
-  return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+  const dir = path.join(folder, 'tmp', '.k8s-auth-preflight');
+  // A delivered run leaves its folder holding only `done`.
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((run) => fs.readdirSync(path.join(dir, run)).join() !== 'done') : [];
 };
 
 /** The execs the server saw that were a durable exec's start step (they carry the caller's command). */
@@ -403,7 +404,7 @@ test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and r
 test(`${F} a command that removes its own run's folder: the exec fails as unknown, promptly, and is not started again`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
-  const command = ['sh', '-c', 'echo x >> remover.starts; sleep 0.5; rm -rf "$TMPDIR"/k8s-auth-preflight; sleep 0.5; echo after; exit 4'];
+  const command = ['sh', '-c', 'echo x >> remover.starts; sleep 0.5; rm -rf "$TMPDIR"/.k8s-auth-preflight; sleep 0.5; echo after; exit 4'];
   const started = performance.now();
   const result = await runExec(durable, command);
   // The reader notices at its next tick (1 s): not a hang, which the
@@ -414,4 +415,135 @@ test(`${F} a command that removes its own run's folder: the exec fails as unknow
   assert.equal(result.status.reason, 'RunRecordMissing');
   assert.match(result.status.message, /is not started again; its exit code is unknown/);
   assert.equal(starts(env.folder(), 'remover'), 1);
+});
+
+// ---- found by an attack on the packed package ---------------------------------
+
+test(`${F} a start whose upgrade the apiserver answers slowly (13 s) is awaited, and the command runs once, even after its folder is cleaned up`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv({ REQUEST_TIMEOUT_MS: 3000 }), logger: capture().logger });
+  env.server.armTrigger({ route: 'exec pods' }, [{ phase: 'slow', slowMs: 6000, ms: 200 }, { phase: 'healthy' }]);
+  const result = await runExec(durable, ['sh', '-c', 'echo ran >> slow.starts; exit 3']);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '3' }]);
+  // Anything late that reached the pod must find the run claimed.
+  await new Promise((r) => setTimeout(r, 7000));
+  assert.equal(starts(env.folder(), 'slow'), 1);
+});
+
+test(`${F} a late start of a run already delivered finds it claimed: it starts nothing and ends at once`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const result = await runExec(durable, ['sh', '-c', 'echo ran >> late.starts']);
+  assert.deepEqual(result.status, { metadata: {}, status: 'Success' });
+  // The start step again, as a late upgrade would run it in the pod.
+  const start = startSteps(env.server)[0];
+  assert.ok(start, 'a start step was logged');
+  const again = await runExec(new k8s.Exec(env.kc), start.command);
+  assert.deepEqual(again.status, { metadata: {}, status: 'Success' });
+  assert.equal(again.stdout.length, 0);
+  assert.equal(starts(env.folder(), 'late'), 1, 'the late start ran the command again');
+});
+
+test(`${F} commands the plain exec runs as programs: exec, exit, echo -e, a missing program, a string command, an empty one: the plain client's results`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  const outcome = async (api, command) => {
+    try {
+      const r = await runExec(api, command);
+      return { status: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+    } catch (error) {
+      return { rejected: String((error && error.message) || error) };
+    }
+  };
+  for (const command of [['exec', 'true'], ['exit', '0'], ['echo', '-e', 'a\\tb'], ['printf', '%s|', 'x y'], ['no-such-program-here'], 'echo hi', [], ['']]) {
+    const a = await outcome(plain, command);
+    const b = await outcome(durable, command);
+    assert.deepEqual(b, a, JSON.stringify(command));
+  }
+});
+
+test(`${F} a command that cleans its temp folder (rm -rf "$TMPDIR"/*) gets its own exit code`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const result = await runExec(durable, ['sh', '-c', 'sleep 0.3; rm -rf "${TMPDIR:-/tmp}"/*; echo cleaned; exit 4']);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '4' }]);
+  assert.equal(result.stdout.toString(), 'cleaned\n');
+});
+
+test(`${F} output of background children that outlive the command arrives, as the plain exec waits for it`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  const command = ['sh', '-c', '(sleep 1; echo late; echo late-err >&2) & echo early'];
+  const a = await runExec(plain, command);
+  const b = await runExec(durable, command);
+  assert.equal(a.stdout.toString(), 'early\nlate\n');
+  assert.equal(b.stdout.toString(), a.stdout.toString());
+  assert.equal(b.stderr.toString(), a.stderr.toString());
+  assert.deepEqual(b.status, a.status);
+});
+
+test(`${F} output reaches the caller soon after it is written: what was printed before the pod is deleted arrives`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const out = sink();
+  const result = new Promise((resolve) => {
+    durable.exec(NAMESPACE, POD, 'job', ['sh', '-c', 'sleep 0.5; echo important; sleep 10'], out, sink(), null, false, resolve);
+  });
+  await waitFor(() => fs.existsSync(path.join(env.folder(), 'tmp')), 5000, 'the pod folder');
+  await new Promise((r) => setTimeout(r, 1100));
+  await env.kc.makeApiClient(k8s.CoreV1Api).deleteNamespacedPod({ namespace: NAMESPACE, name: POD, gracePeriodSeconds: 0 });
+  const status = await result;
+  assert.equal(status.reason, 'PodGone');
+  assert.equal(out.bytes().toString(), 'important\n');
+});
+
+test(`${F} SIGTERM while the apiserver is briefly unreachable: the stop is retried, and the command is gone once the hook has exited`, async (t) => {
+  const env = await podServer(t);
+  const dir = tempDir(t, 'durable-sigterm-outage');
+  const child = path.join(dir, 'hook.js');
+  fs.writeFileSync(
+    child,
+    [
+      "const { createRequire } = require('node:module');",
+      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
+      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
+      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
+      `const env = ${JSON.stringify(durableEnv())};`,
+      "const logger = { debug() {}, info: (m) => console.log('info', m), warning: (m) => console.log('warning', m), error: (m) => console.log('error', m) };",
+      "resilientExec(kc, { env, logger }).exec('ci', 'job-pod', 'job', ['sh', '-c', 'echo $$ > cmd.pid; sleep 60'], process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));",
+    ].join('\n'),
+  );
+  const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  hook.stdout.on('data', (d) => (output += d));
+  hook.stderr.on('data', (d) => (output += d));
+  const exited = new Promise((resolve) => hook.on('exit', (code, signal) => resolve({ code, signal })));
+  t.after(() => hook.kill('SIGKILL'));
+  const pidFile = path.join(env.folder(), 'cmd.pid');
+  await waitFor(() => fs.existsSync(pidFile), 10_000, 'the command to start');
+  await new Promise((r) => setTimeout(r, 300));
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  await env.server.setPhase('refuse');
+  hook.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 1500));
+  await env.server.setPhase('healthy');
+  const { signal } = await exited;
+  assert.equal(signal, 'SIGTERM');
+  assert.equal(alive(pid), false, `the command outlived the hook (hook said: ${output})`);
+});
+
+test(`${F} a command too long to run durably (its arguments near the apiserver's URL limit) runs as a plain exec, with one warning`, async (t) => {
+  const env = await podServer(t);
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const plain = new k8s.Exec(env.kc);
+  const command = ['sh', '-c', 'echo ${#1}', 'sh', 'x'.repeat(9000)];
+  const a = await runExec(plain, command);
+  const b = await runExec(durable, command);
+  assert.deepEqual(b.status, a.status);
+  assert.equal(b.stdout.toString(), '9000\n');
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /too long to run durably/);
 });

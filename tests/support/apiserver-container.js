@@ -184,7 +184,10 @@ function createPodContainer({ podRoot, podEnv = {} }) {
     const err = query.stderr ? makeOutputPipe(fifoPath(), `${fifoCount}-err`) : null;
     let child;
     try {
-      child = spawn(exec.command[0], exec.command.slice(1), {
+      // An empty program name cannot be spawned at all (Node throws): a file
+      // that is not there fails as a runtime's exec of "" does, later.
+      const program = exec.command[0] === '' ? path.join(root, '.no-such-program') : exec.command[0];
+      child = spawn(program, exec.command.slice(1), {
         cwd,
         env,
         detached: true,
