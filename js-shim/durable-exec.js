@@ -108,6 +108,7 @@ function durableExec(machine, io, args) {
   const clock = state.clock;
   return new Promise((resolvePromise, rejectPromise) => {
     const received = { out: 0, err: 0 };
+    const counts = () => ({ receivedOut: received.out, receivedErr: received.err });
     const errors = new Map();
     const live = new Map();
     const facts = [];
@@ -215,8 +216,8 @@ function durableExec(machine, io, args) {
               onEnd: ({ status: got, why }) =>
                 finish(
                   got
-                    ? { type: 'ended', request, exitCode: exitCodeOf(status), stdout: finishOut }
-                    : { type: 'ended', request, exitCode: null, why },
+                    ? { type: 'ended', request, exitCode: exitCodeOf(status), stdout: finishOut, ...counts() }
+                    : { type: 'ended', request, exitCode: null, why, ...counts() },
                 ),
             });
           },

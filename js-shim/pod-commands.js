@@ -3,16 +3,20 @@
 // (src/durable/action.rs, `PodStep`): `sh -c <script> k8s-auth-preflight
 // <run id> <stdout offset> <stderr offset> [<command>...]`. Only `sh`, its
 // builtins and the utilities the core lists (docs/CALLS.md) are used. The
-// exit statuses are the ones the core reads (`StepEnd`): 0 done, 95 the
-// command is not a program (the plain exec says so as the runtime says
-// it), 96 no folder can be made, 98 the run has no folder, 200 + i utility
-// i missing; every other status is the step breaking. The command's own
-// output and exit code never pass through these statuses.
+// core reads the exit statuses (`StepEnd`): a start or an attach that has
+// sent all of the command's output exits with the command's code; the
+// statuses of our own (95 the command is not a program, 96 no folder can be
+// made, 97 the step broke or the output sent does not add up, 98 the run has
+// no folder, 200 + i utility i missing) are confirmed by a finish step,
+// since the command may exit with them too.
 //
 // A run's folder is `.k8s-auth-preflight/<run id>` in the container's temp
 // folder (a dot folder: `rm -rf "$TMPDIR"/*` leaves it). Its `mkdir` is the
-// claim; once the code has been delivered the folder stays, holding only
-// `done`, so that a start that arrives late finds the run claimed.
+// claim. When the command has ended and its output is sent, `done` holds
+// the code and the sizes of stdout and stderr; once the code has reached
+// the host, a clean-up removes everything else, and the folder stays with
+// `done` alone: a start that arrives late finds the run claimed, and a
+// reattach knows whether it got everything.
 
 // The run's folder and the offsets; the command is left in "$@".
 const FOLDER = 'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));shift 3';
@@ -23,13 +27,21 @@ const FOLDER = 'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(
 const DRAIN = [
   'drain(){ m=0',
   'n=$(($(wc -c <"$d/out")))',
-  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$d/out" 2>/dev/null|head -c $((n-o))||exit 1;o=$n;m=1;fi',
+  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$d/out" 2>/dev/null|head -c $((n-o))||exit 97;o=$n;m=1;fi',
   'n=$(($(wc -c <"$d/err")))',
-  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$d/err" 2>/dev/null|head -c $((n-e)) >&2||exit 1;e=$n;m=1;fi',
+  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$d/err" 2>/dev/null|head -c $((n-e)) >&2||exit 97;e=$n;m=1;fi',
   '}',
 ].join('\n');
 
-// Streams until the command has ended and all its output is sent. The wake
+// The run is done: its code and the sizes of its output, written whole.
+const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done.tmp";mv "$d/done.tmp" "$d/done"';
+// Everything of a run but `done`.
+const REMOVE = 'rm -f "$d/out" "$d/err" "$d/ep" "$d/wake" "$d/pid" "$d/code" "$d/code.tmp"';
+
+// Streams until the command has ended and all its output is sent, writes
+// `done`, and exits with the command's code. A run already done sends what
+// is left past the offsets and exits with its code, or 97 when what was
+// sent does not add up to its sizes (its files are gone). The wake
 // FIFO is opened read-write (never blocks) before the end is looked for, so
 // an end written after the look wakes the read; otherwise a tick, written
 // through the open descriptor (the folder may have been removed), wakes it:
@@ -38,12 +50,12 @@ const DRAIN = [
 const ATTACH = [
   DRAIN,
   '[ -d "$d" ]||exit 98',
+  'if [ -f "$d/done" ];then read -r c so se <"$d/done";[ -f "$d/out" ]&&drain;[ "$so" = "$o" ]&&[ "$se" = "$e" ]&&exit "$c";exit 97;fi',
   'exec 3<>"$d/wake"',
   'q=0',
   'while :;do',
   '[ -d "$d" ]||exit 98',
-  '[ -f "$d/done" ]&&exit 0',
-  'if [ -f "$d/code" ];then drain;exit 0;fi',
+  `if [ -f "$d/code" ];then drain;c=$(cat "$d/code");[ -f "$d/done" ]||{ ${DONE};};exit "$c";fi`,
   'drain',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
@@ -87,14 +99,13 @@ function startScript(utilities) {
   ].join('\n');
 }
 
-// What is left of a delivered run: its folder, holding `done`.
-const TOMBSTONE = ': >"$d/done";rm -f "$d/out" "$d/err" "$d/ep" "$d/wake" "$d/pid" "$d/code" "$d/code.tmp"';
-
 const SCRIPTS = {
   look: () => [FOLDER, '[ -d "$d" ]||exit 98'].join('\n'),
   attach: () => [FOLDER, ATTACH].join('\n'),
-  finish: () => [FOLDER, '[ -f "$d/code" ]||exit 98', 'cat "$d/code"'].join('\n'),
-  cleanup: () => [FOLDER, '[ -d "$d" ]||exit 0', TOMBSTONE].join('\n'),
+  // Prints `done` (the code and the sizes sent); 97 when the run is not
+  // done, 98 when it has no folder.
+  finish: () => [FOLDER, '[ -d "$d" ]||exit 98', '[ -f "$d/done" ]||exit 97', 'cat "$d/done"'].join('\n'),
+  cleanup: () => [FOLDER, '[ -f "$d/done" ]||exit 0', REMOVE].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL.
   kill: () =>
     [
@@ -106,7 +117,9 @@ const SCRIPTS = {
       'i=0;while [ ! -f "$d/code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
       'kill -KILL -"$p" 2>/dev/null',
       'fi',
-      TOMBSTONE,
+      'c=$(cat "$d/code" 2>/dev/null)||c=killed;o=-;e=-',
+      `[ -f "$d/done" ]||{ ${DONE};}`,
+      REMOVE,
     ].join('\n'),
 };
 

@@ -17,18 +17,20 @@ pub const UTILITIES: &[&str] = &[
 /// One pod-side step of a run, each an exec of `sh -c` the host builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodStep {
-    /// Check the utilities; claim the run (`mkdir` of its folder); if the
-    /// claim is ours, launch the command detached; then attach (below).
-    /// A run already claimed is only attached to: never started again.
+    /// Check the utilities and that the command is a program; claim the
+    /// run (`mkdir` of its folder); if the claim is ours, launch the command
+    /// detached; then attach (below). A run already claimed is only
+    /// attached to: never started again.
     Start,
     /// Exit 0 when the run has a folder (it was claimed), 98 when not: made
     /// before another start when a start may have reached the pod.
     Look,
     /// Stream the run's stdout and stderr files from the offsets the host
     /// has received, until the command has ended and everything is sent;
-    /// exit 0 then, or 98 when the run has no folder.
+    /// then exit with the command's code (98 when the run has no folder).
     Attach,
-    /// Print the command's exit code (exit 98 when there is none).
+    /// Print the run's `done`: the command's code and the sizes of its
+    /// stdout and stderr (97 when it is not done, 98 with no folder).
     Finish,
     /// Remove the run's files, leaving its folder with a `done` mark: a
     /// start that arrives late finds the run claimed.
@@ -38,42 +40,53 @@ pub enum PodStep {
     Kill,
 }
 
-/// How a pod-side step's exec ended, from the exit status it reported
-/// (the status of our own `sh -c`, never the command's).
+/// How a pod-side step's exec ended, from the exit status it reported. A
+/// start or an attach that sent all of the command's output exits with the
+/// command's code; the statuses below other than `Code` are our own steps',
+/// and since a command may exit with them too, a start's or an attach's is
+/// confirmed by a finish step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepEnd {
-    /// Exit 0: the step did what it is for.
-    Done,
-    /// Exit 95: the command is not a program on the container's `PATH` (a
-    /// shell builtin, a missing file): nothing was claimed.
+    /// Any status not ours: for a start or an attach the command's code;
+    /// for the other steps, 0 is done.
+    Code(i64),
+    /// 95: the command is not a program on the container's `PATH` (a shell
+    /// builtin, a missing file): nothing was claimed.
     NotAProgram,
-    /// Exit 96: the run's folder cannot be made (no writable temp folder).
+    /// 96: the run's folder cannot be made (no writable temp folder).
     NoFolder,
-    /// Exit 98: the run has no folder (never claimed, or removed).
+    /// 97: the step broke (its reader lost its stream), the run is not
+    /// done yet, or what was sent does not add up to what is left.
+    Broke,
+    /// 98: the run has no folder (never claimed, or removed).
     NoRecord,
-    /// Exit 200 + i: utility `i` of [`UTILITIES`] is missing.
+    /// 126, 127: `sh` could not run our script.
+    NoShell,
+    /// 128 to 255 (but a missing utility's): a signal ended the step's own
+    /// shell (a pod being deleted kills it), or the command's.
+    Signalled(i64),
+    /// 200 + i: utility `i` of [`UTILITIES`] is missing.
     Missing(&'static str),
-    /// Any other status: the step itself broke (it was killed, its shell
-    /// failed); the run may be going on.
-    Other(i64),
 }
 
 impl StepEnd {
     /// The meaning of exit status `code`.
     pub fn of(code: i64) -> StepEnd {
         match code {
-            0 => StepEnd::Done,
             95 => StepEnd::NotAProgram,
             96 => StepEnd::NoFolder,
+            97 => StepEnd::Broke,
             98 => StepEnd::NoRecord,
+            126 | 127 => StepEnd::NoShell,
             200..=255 => match usize::try_from(code - 200)
                 .ok()
                 .and_then(|i| UTILITIES.get(i))
             {
                 Some(name) => StepEnd::Missing(name),
-                None => StepEnd::Other(code),
+                None => StepEnd::Signalled(code),
             },
-            other => StepEnd::Other(other),
+            128..=199 => StepEnd::Signalled(code),
+            other => StepEnd::Code(other),
         }
     }
 }
@@ -171,10 +184,13 @@ pub enum DurableFact {
     /// The stream of request `request` ended: with its step's exit status
     /// (`Some`) and what that step printed to stdout (only a finish step's
     /// is kept), or with no status (`None`: closed, reset, or no pong),
-    /// `why` saying what the host saw.
+    /// `why` saying what the host saw. `received` is how many bytes of the
+    /// command's stdout and stderr the host has passed on in all.
     Ended {
         /// Which request.
         request: u32,
+        /// The bytes of stdout and of stderr passed on so far.
+        received: (u64, u64),
         /// The step's exit status, if a status arrived.
         exit_code: Option<i64>,
         /// The step's own stdout (a finish step's code).

@@ -100,6 +100,8 @@ pub struct DurableRun {
     last_failed: Option<u32>,
     last_error: String,
     code: Option<Delivery>,
+    /// The status of a start or an attach that a finish step confirms.
+    confirm: Option<i64>,
     /// Until when a kill is tried, once the process is being stopped.
     kill_until_ms: Option<u64>,
     disconnected: Option<Disconnection>,
@@ -167,6 +169,7 @@ impl DurableRun {
             last_failed: None,
             last_error: String::new(),
             code: None,
+            confirm: None,
             kill_until_ms: None,
             // Until the first stream opens, the run has no connection.
             disconnected: Some(Disconnection {
@@ -197,13 +200,14 @@ impl DurableRun {
             }
             DurableFact::Ended {
                 request,
+                received,
                 exit_code,
                 stdout,
                 why,
             } => {
                 if let Some(step) = self.step_of(request) {
                     self.in_flight = None;
-                    self.ended(now_ms, step, exit_code, &stdout, &why);
+                    self.ended(now_ms, step, exit_code, (&stdout, received), &why);
                 }
             }
             DurableFact::Failed { request, facts } => {
@@ -318,7 +322,7 @@ impl DurableRun {
         now_ms: u64,
         step: PodStep,
         exit_code: Option<i64>,
-        stdout: &str,
+        (stdout, received): (&str, (u64, u64)),
         why: &str,
     ) {
         let end = exit_code.map(StepEnd::of);
@@ -329,22 +333,17 @@ impl DurableRun {
             }
             (PodStep::Kill, Some(_)) => self.finish_with(None),
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
-            (PodStep::Start | PodStep::Attach, Some(StepEnd::Done)) => {
-                self.may_have_started = true;
+            // All the output is sent, and the status is the command's.
+            (PodStep::Start | PodStep::Attach, Some(StepEnd::Code(code))) => {
+                self.cleanup(delivery_of(code))
+            }
+            // One of our statuses, or the command's: the finish step says.
+            (PodStep::Start | PodStep::Attach, Some(_)) => {
+                self.confirm = exit_code;
                 self.phase = Phase::Finishing;
                 self.next = Some((PodStep::Finish, now_ms));
             }
-            (PodStep::Start, Some(StepEnd::NoFolder)) => self.fall_back(
-                "cannot make a folder for the run in its temp folder ($TMPDIR, else /tmp)",
-            ),
-            // Our own script never ran: the container could not run `sh`.
-            (PodStep::Start, Some(StepEnd::Other(126 | 127))) => self.fall_back("cannot run `sh`"),
-            // Not a program: the runtime's own answer is the caller's.
-            (PodStep::Start, Some(StepEnd::NotAProgram)) => self.plain(),
-            (PodStep::Start, Some(StepEnd::Missing(name))) => {
-                self.fall_back(&format!("has no `{name}`"))
-            }
-            (PodStep::Look, Some(StepEnd::Done)) => {
+            (PodStep::Look, Some(StepEnd::Code(0))) => {
                 self.claimed = true;
                 self.disconnected = None;
                 self.next = Some((PodStep::Attach, now_ms));
@@ -363,19 +362,51 @@ impl DurableRun {
                     ),
                 }
             }
-            (_, Some(StepEnd::NoRecord)) => {
-                self.fail("RunRecordMissing", messages::record_missing(&self.pod))
-            }
-            (PodStep::Finish, Some(StepEnd::Done)) => match exit_status(stdout) {
-                Some(0) => self.cleanup(Delivery::Success),
-                Some(code) => self.cleanup(Delivery::ExitCode(code)),
+            (PodStep::Finish, Some(StepEnd::Code(0))) => match done(stdout) {
+                Some((code, sizes)) if sizes == received => self.cleanup(delivery_of(code)),
+                Some((_, (out, err))) => {
+                    let (got_out, got_err) = received;
+                    let message = messages::output_lost(
+                        &self.pod,
+                        out.saturating_sub(got_out),
+                        err.saturating_sub(got_err),
+                    );
+                    self.fail("OutputLost", message)
+                }
                 None => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
             },
-            (_, Some(StepEnd::Other(code))) => {
+            (PodStep::Finish, Some(StepEnd::NoRecord)) => self.no_record_after(self.confirm),
+            // Not done: the step that ended was ours, broken; attach again.
+            (PodStep::Finish, Some(StepEnd::Broke)) => {
+                self.phase = Phase::Running;
+                let said = messages::step_broke(&self.pod, self.confirm.unwrap_or(97));
+                self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+            }
+            (_, Some(StepEnd::Code(code))) => {
                 let said = messages::step_broke(&self.pod, code);
                 self.lost(now_ms, &said, Class::Transient { why: said.clone() })
             }
-            (_, _) => self.lost(now_ms, why, Class::Transient { why: why.into() }),
+            (_, Some(_)) => {
+                let said = messages::step_broke(&self.pod, exit_code.unwrap_or(-1));
+                self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+            }
+            (_, None) => self.lost(now_ms, why, Class::Transient { why: why.into() }),
+        }
+    }
+
+    /// The run has no folder, after a start or an attach ended with
+    /// `status`: a start's own refusal before it claimed anything, or a
+    /// record that went away.
+    fn no_record_after(&mut self, status: Option<i64>) {
+        match status.map(StepEnd::of) {
+            // Not a program: the runtime's own answer is the caller's.
+            Some(StepEnd::NotAProgram) => self.plain(),
+            Some(StepEnd::NoFolder) => self.fall_back(
+                "cannot make a folder for the run in its temp folder ($TMPDIR, else /tmp)",
+            ),
+            Some(StepEnd::NoShell) => self.fall_back("cannot run `sh`"),
+            Some(StepEnd::Missing(name)) => self.fall_back(&format!("has no `{name}`")),
+            _ => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
         }
     }
 
@@ -563,13 +594,27 @@ impl DurableRun {
     }
 }
 
-/// The exit code a finish step printed: a whole number 0..=255.
-fn exit_status(stdout: &str) -> Option<i64> {
-    let text = stdout.trim();
-    if text.is_empty() || text.len() > 3 || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// What a run's `done` says (a finish step printed it): the command's code
+/// (0..=255) and the sizes of its stdout and stderr.
+fn done(stdout: &str) -> Option<(i64, (u64, u64))> {
+    let mut fields = stdout.split_ascii_whitespace();
+    let number = |text: Option<&str>| {
+        let text = text?;
+        (!text.is_empty() && text.len() <= 19 && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+    };
+    let code = number(fields.next()).filter(|c| *c <= 255)?;
+    let sizes = (number(fields.next())?, number(fields.next())?);
+    fields.next().is_none().then_some((code as i64, sizes))
+}
+
+fn delivery_of(code: i64) -> Delivery {
+    if code == 0 {
+        Delivery::Success
+    } else {
+        Delivery::ExitCode(code)
     }
-    text.parse::<i64>().ok().filter(|c| (0..=255).contains(c))
 }
 
 #[cfg(test)]
@@ -643,6 +688,7 @@ mod tests {
     fn ended(request: u32, code: Option<i64>, stdout: &str) -> DurableFact {
         DurableFact::Ended {
             request,
+            received: (10, 5),
             exit_code: code,
             stdout: stdout.into(),
             why: if code.is_none() {
@@ -679,13 +725,10 @@ mod tests {
         start
     }
 
-    /// From the end of the output to the delivery: finish prints `code`.
-    fn finish(r: &mut DurableRun, attach: u32, at: u64, code: &str) -> Vec<DurableAction> {
-        r.on_fact(at, ended(attach, Some(0), ""));
-        let (fin, step) = exec(&drain(r, at)).unwrap();
-        assert_eq!(step, PodStep::Finish);
-        r.on_fact(at, DurableFact::Opened { request: fin });
-        r.on_fact(at, ended(fin, Some(0), code));
+    /// From the end of the output to the delivery: the attach exits with
+    /// the command's `code`, the run is cleaned up, then the code is given.
+    fn finish(r: &mut DurableRun, attach: u32, at: u64, code: i64) -> Vec<DurableAction> {
+        r.on_fact(at, ended(attach, Some(code), ""));
         let (clean, step) = exec(&drain(r, at)).unwrap();
         assert_eq!(
             step,
@@ -712,7 +755,7 @@ mod tests {
             }
         ));
         let start = started(&mut r);
-        let end = finish(&mut r, start, T0 + 5, "3\n");
+        let end = finish(&mut r, start, T0 + 5, 3);
         assert_eq!(delivered(&end), Some(Delivery::ExitCode(3)));
         assert_eq!(end.last(), Some(&DurableAction::Done));
         assert!(logs(&end, Level::Warning).is_empty());
@@ -720,7 +763,7 @@ mod tests {
         let mut r = run();
         let start = started(&mut r);
         assert_eq!(
-            delivered(&finish(&mut r, start, T0, "0")),
+            delivered(&finish(&mut r, start, T0, 0)),
             Some(Delivery::Success)
         );
     }
@@ -780,7 +823,7 @@ mod tests {
             lines[0]
         );
         assert!(!back.contains(&DurableAction::Resolve), "resolved once");
-        let end = finish(&mut r, request, now, "0");
+        let end = finish(&mut r, request, now, 0);
         assert_eq!(delivered(&end), Some(Delivery::Success));
     }
 
@@ -944,7 +987,7 @@ mod tests {
         r.on_fact(until, DurableFact::Opened { request: attach });
         assert!(drain(&mut r, until).contains(&DurableAction::Resolve));
         assert_eq!(
-            delivered(&finish(&mut r, attach, until, "0")),
+            delivered(&finish(&mut r, attach, until, 0)),
             Some(Delivery::Success)
         );
     }
@@ -993,6 +1036,10 @@ mod tests {
         let (attach, _) = exec(&drain(&mut r, T0)).unwrap();
         r.on_fact(T0, DurableFact::Opened { request: attach });
         r.on_fact(T0, ended(attach, Some(98), ""));
+        // 98 could be the command's own: the finish step finds no folder.
+        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Finish);
+        r.on_fact(T0, ended(fin, Some(98), ""));
         let end = drain(&mut r, T0);
         let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
             panic!("{end:?}")
@@ -1097,6 +1144,9 @@ mod tests {
         let mut r = run();
         let start = started(&mut r);
         r.on_fact(T0, ended(start, Some(200 + index), ""));
+        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Finish, "200 + i could be the command's own");
+        r.on_fact(T0, ended(fin, Some(98), ""));
         let end = drain(&mut r, T0);
         let warnings = logs(&end, Level::Warning);
         assert_eq!(warnings.len(), 1);
@@ -1112,32 +1162,85 @@ mod tests {
         assert_eq!(StepEnd::of(96), StepEnd::NoFolder);
         assert_eq!(
             StepEnd::of(200 + UTILITIES.len() as i64),
-            StepEnd::Other(200 + UTILITIES.len() as i64)
+            StepEnd::Signalled(200 + UTILITIES.len() as i64)
         );
     }
 
     #[test]
-    fn a_cut_while_the_code_is_read_reads_it_again() {
+    fn a_status_of_ours_is_confirmed_by_a_finish_step_which_a_cut_makes_again() {
+        // The command exited 98, or 97, as it may: the finish step says so.
+        for code in [95, 96, 97, 98, 126, 127, 128, 130, 137, 143, 199, 202, 255] {
+            let mut r = run();
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, Some(code), ""));
+            let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+            assert_eq!(step, PodStep::Finish, "{code}");
+            r.on_fact(T0, ended(fin, None, ""));
+            let actions = drain(&mut r, T0);
+            let (again, step) = exec(&actions).unwrap();
+            assert_eq!(step, PodStep::Finish, "{code}: a cut finish is made again");
+            r.on_fact(T0, ended(again, Some(0), &format!("{code} 10 5")));
+            let (clean, step) = exec(&drain(&mut r, T0)).unwrap();
+            assert_eq!(step, PodStep::Cleanup);
+            r.on_fact(T0, ended(clean, Some(0), ""));
+            assert_eq!(
+                delivered(&drain(&mut r, T0)),
+                Some(Delivery::ExitCode(code))
+            );
+        }
+        // A status not ours needs no finish step.
+        for code in [0, 1, 2, 3, 94, 99, 125] {
+            let mut r = run();
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, Some(code), ""));
+            assert_eq!(
+                exec(&drain(&mut r, T0)).unwrap().1,
+                PodStep::Cleanup,
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_done_whose_sizes_are_not_what_arrived_fails_saying_output_was_lost_and_a_bad_one_is_unknown(
+    ) {
         let mut r = run();
         let start = started(&mut r);
-        r.on_fact(T0, ended(start, Some(0), ""));
-        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
-        assert_eq!(step, PodStep::Finish);
-        r.on_fact(T0, ended(fin, None, ""));
-        let (again, step) = exec(&drain(&mut r, T0)).unwrap();
-        assert_eq!(step, PodStep::Finish);
-        r.on_fact(T0, ended(again, Some(0), "garbage"));
+        r.on_fact(T0, ended(start, Some(97), ""));
+        let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, ended(fin, Some(0), "0 4096 5"));
         let end = drain(&mut r, T0);
-        assert!(
-            matches!(
-                delivered(&end),
-                Some(Delivery::Failed {
-                    reason: "RunRecordMissing",
-                    ..
-                })
-            ),
-            "{end:?}"
-        );
+        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
+            panic!("{end:?}")
+        };
+        assert_eq!(reason, "OutputLost");
+        assert!(message.contains("4086 bytes of its stdout"), "{message}");
+
+        for garbage in ["garbage", "", "0 10", "256 10 5", "0 10 5 extra", "-1 10 5"] {
+            let mut r = run();
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, Some(97), ""));
+            let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+            r.on_fact(T0, ended(fin, Some(0), garbage));
+            let end = drain(&mut r, T0);
+            assert!(
+                matches!(
+                    delivered(&end),
+                    Some(Delivery::Failed {
+                        reason: "RunRecordMissing",
+                        ..
+                    })
+                ),
+                "{garbage:?}: {end:?}"
+            );
+        }
+        // Not done yet (97): the run goes on, attached again.
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(97), ""));
+        let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, ended(fin, Some(97), ""));
+        assert_eq!(exec(&drain(&mut r, T0)).unwrap().1, PodStep::Attach);
     }
 
     #[test]
@@ -1328,6 +1431,8 @@ mod tests {
         let mut r = run();
         let start = started(&mut r);
         r.on_fact(T0, ended(start, Some(95), ""));
+        let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, ended(fin, Some(98), ""));
         assert_eq!(
             drain(&mut r, T0),
             vec![DurableAction::Plain, DurableAction::Done]

@@ -49,6 +49,13 @@ pub fn record_missing(pod: &str) -> String {
     )
 }
 
+/// The run is done, but some of its output went away before it arrived.
+pub fn output_lost(pod: &str, out: u64, err: u64) -> String {
+    format!(
+        "the script in pod \"{pod}\" ended, but {out} bytes of its stdout and {err} of its stderr were removed before they arrived: its output is incomplete"
+    )
+}
+
 /// A step of ours broke in a way that says nothing of the script.
 pub fn step_broke(pod: &str, code: i64) -> String {
     format!("the pod-side reader of the script in pod \"{pod}\" ended with status {code}")

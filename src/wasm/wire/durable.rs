@@ -38,6 +38,11 @@ pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
             },
             "ended" => DurableFact::Ended {
                 request: request()?,
+                // Whole byte counts below 2^53: `as` is exact.
+                received: (
+                    optional::<f64>(&f, "receivedOut")? as u64,
+                    optional::<f64>(&f, "receivedErr")? as u64,
+                ),
                 // `as` saturates; a status is 0..=255 or a code of ours.
                 exit_code: optional::<Option<f64>>(&f, "exitCode")?.map(|c| c as i64),
                 stdout: optional(&f, "stdout")?,
