@@ -306,6 +306,10 @@ function durableExec(machine, io, args) {
                 break;
               case 'deliver':
                 deliver(action.status);
+                // The caller has what it waited for; the clean-up goes on
+                // behind it, and a signal now stops nothing.
+                unregister(run);
+                socket._closed();
                 break;
               case 'wait':
                 untilMs = action.untilMs;

@@ -1,7 +1,8 @@
 'use strict';
 // The pod-side commands of a durable exec, one per step the core asks for
 // (src/durable/action.rs, `PodStep`): `sh -c <script> k8s-auth-preflight
-// <run id> <stdout offset> <stderr offset> [<command>...]`. Only `sh`, its
+// <run id> <stdout offset> <stderr offset> <n> <n run ids> [<command>...]`
+// (the run ids: delivered runs to clean up). Only `sh`, its
 // builtins and the utilities the core lists (docs/CALLS.md) are used. The
 // core reads the exit statuses (`StepEnd`): a start or an attach that has
 // sent all of the command's output exits with the command's code; the
@@ -18,25 +19,30 @@
 // `done` alone: a start that arrives late finds the run claimed, and a
 // reattach knows whether it got everything.
 
-// The run's folder and the offsets; the command is left in "$@".
-const FOLDER = 'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));shift 3';
+// The run's folder and the offsets; the files of the delivered runs named
+// after them are removed (a start carries them: the clean-up of a run the
+// host could not wait for); the command is left in "$@".
+const FOLDER = [
+  'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4',
+  'clean(){ rm -f "$1/out" "$1/err" "$1/ep" "$1/wake" "$1/pid" "$1/code" "$1/x";}',
+  'while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&clean "$b/$1";k=$((k-1));shift;done',
+].join('\n');
 
 // Sends what the output files hold past the offsets, stdout to stdout and
 // stderr to stderr, each byte once; `m` says whether anything moved. A
 // reader whose stream was cut ends here: `head` dies of SIGPIPE.
 const DRAIN = [
   'drain(){ m=0',
-  'n=$(($(wc -c <"$d/out")))',
-  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$d/out" 2>/dev/null|head -c $((n-o))||exit 97;o=$n;m=1;fi',
-  'n=$(($(wc -c <"$d/err")))',
-  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$d/err" 2>/dev/null|head -c $((n-e)) >&2||exit 97;e=$n;m=1;fi',
+  'if [ -s "$d/out" ];then n=$(($(wc -c <"$d/out")))',
+  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$d/out" 2>/dev/null|head -c $((n-o))||exit 97;o=$n;m=1;fi;fi',
+  'if [ -s "$d/err" ];then n=$(($(wc -c <"$d/err")))',
+  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$d/err" 2>/dev/null|head -c $((n-e)) >&2||exit 97;e=$n;m=1;fi;fi',
   '}',
 ].join('\n');
 
-// The run is done: its code and the sizes of its output, written whole.
-const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done.tmp";mv "$d/done.tmp" "$d/done"';
-// Everything of a run but `done`.
-const REMOVE = 'rm -f "$d/out" "$d/err" "$d/ep" "$d/wake" "$d/pid" "$d/code" "$d/code.tmp"';
+// The run is done: its code and the sizes of its output, in one write (a
+// reader looks for a file that is not empty: `-s`).
+const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done"';
 
 // Streams until the command has ended and all its output is sent, writes
 // `done`, and exits with the command's code. A run already done sends what
@@ -50,12 +56,12 @@ const REMOVE = 'rm -f "$d/out" "$d/err" "$d/ep" "$d/wake" "$d/pid" "$d/code" "$d
 const ATTACH = [
   DRAIN,
   '[ -d "$d" ]||exit 98',
-  'if [ -f "$d/done" ];then read -r c so se <"$d/done";[ -f "$d/out" ]&&drain;[ "$so" = "$o" ]&&[ "$se" = "$e" ]&&exit "$c";exit 97;fi',
+  'if [ -s "$d/done" ];then read -r c so se <"$d/done";[ -f "$d/out" ]&&drain;[ "$so" = "$o" ]&&[ "$se" = "$e" ]&&exit "$c";exit 97;fi',
   'exec 3<>"$d/wake"',
   'q=0',
   'while :;do',
   '[ -d "$d" ]||exit 98',
-  `if [ -f "$d/code" ];then drain;c=$(cat "$d/code");[ -f "$d/done" ]||{ ${DONE};};exit "$c";fi`,
+  `if [ -s "$d/code" ];then drain;read -r c <"$d/code";[ -s "$d/done" ]||${DONE};exit "$c";fi`,
   'drain',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
@@ -71,10 +77,10 @@ const ATTACH = [
 // a program (`exec` in a subshell: never a builtin of this shell), stdout
 // and stderr through relays into the files, so that output of children
 // that outlive it still arrives, as a runtime's pipes wait for it. The exit
-// code is moved into place once both relays have ended; then the reader is
-// woken.
+// code is written (in one write) once both relays have ended; then the
+// reader is woken.
 const LAUNCH =
-  `setsid sh -c 'd=$0;echo $$ >"$d/pid";cat <"$d/ep" >>"$d/err" & c=$!;{ (exec "$@") </dev/null 2>"$d/ep";echo $? >"$d/code.tmp";}|cat >>"$d/out";wait "$c";mv "$d/code.tmp" "$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`;
+  `setsid sh -c 'd=$0;echo $$ >"$d/pid";cat <"$d/ep" >>"$d/err" & c=$!;{ (exec "$@") </dev/null 2>"$d/ep";echo $? >"$d/x";}|cat >>"$d/out";wait "$c";read -r x <"$d/x";echo "$x" >"$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`;
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -88,12 +94,11 @@ function startScript(utilities) {
     `i=200;for u in ${names.join(' ')};do command -v "$u" >/dev/null 2>&1||exit "$i";i=$((i+1));done`,
     // (PATH searched as exec searches it: a builtin of the same name is not the program.)
     'case "$1" in */*)[ -f "$1" ]&&[ -x "$1" ]||exit 95;;*)f=;set -f;IFS=:;for x in $PATH;do [ -f "${x:-.}/$1" ]&&[ -x "${x:-.}/$1" ]&&{ f=1;break;};done;unset IFS;set +f;[ -n "$f" ]||exit 95;;esac',
-    'mkdir -p "$b" 2>/dev/null',
     // The claim: only one mkdir of the run's folder succeeds, ever.
-    'if mkdir "$d" 2>/dev/null;then',
+    'c=0;mkdir "$d" 2>/dev/null&&c=1||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null&&c=1||exit 96;}',
+    'if [ "$c" = 1 ];then',
     ': >"$d/out"&&: >"$d/err"&&mkfifo "$d/wake" "$d/ep"||{ rm -rf "$d";exit 96;}',
     LAUNCH,
-    'elif [ ! -d "$d" ];then exit 96',
     'fi',
     ATTACH,
   ].join('\n');
@@ -104,8 +109,8 @@ const SCRIPTS = {
   attach: () => [FOLDER, ATTACH].join('\n'),
   // Prints `done` (the code and the sizes sent); 97 when the run is not
   // done, 98 when it has no folder.
-  finish: () => [FOLDER, '[ -d "$d" ]||exit 98', '[ -f "$d/done" ]||exit 97', 'cat "$d/done"'].join('\n'),
-  cleanup: () => [FOLDER, '[ -f "$d/done" ]||exit 0', REMOVE].join('\n'),
+  finish: () => [FOLDER, '[ -d "$d" ]||exit 98', '[ -s "$d/done" ]||exit 97', 'cat "$d/done"'].join('\n'),
+  cleanup: () => [FOLDER, '[ -s "$d/done" ]||exit 0', 'clean "$d"'].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL.
   kill: () =>
     [
@@ -114,12 +119,12 @@ const SCRIPTS = {
       'p=$(cat "$d/pid" 2>/dev/null)',
       'if [ -n "$p" ];then',
       'kill -TERM -"$p" 2>/dev/null',
-      'i=0;while [ ! -f "$d/code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
+      'i=0;while [ ! -s "$d/code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
       'kill -KILL -"$p" 2>/dev/null',
       'fi',
-      'c=$(cat "$d/code" 2>/dev/null)||c=killed;o=-;e=-',
-      `[ -f "$d/done" ]||{ ${DONE};}`,
-      REMOVE,
+      'c=killed;[ -s "$d/code" ]&&read -r c <"$d/code";o=-;e=-',
+      `[ -s "$d/done" ]||${DONE}`,
+      'clean "$d"',
     ].join('\n'),
 };
 
@@ -129,10 +134,15 @@ const SCRIPTS = {
  * caller's command (only a start step runs it).
  */
 function podCommand(action, received, command) {
-  if (!/^[0-9a-f]{32}$/.test(action.run)) throw new TypeError(`not a run id: ${JSON.stringify(action.run)}`);
+  const runId = (id) => {
+    if (!/^[0-9a-f]{32}$/.test(id)) throw new TypeError(`not a run id: ${JSON.stringify(id)}`);
+    return id;
+  };
+  runId(action.run);
   const script = action.step === 'start' ? startScript(action.utilities) : SCRIPTS[action.step] && SCRIPTS[action.step]();
   if (!script) throw new TypeError(`not a pod step: ${JSON.stringify(action.step)}`);
-  const args = [action.run, String(received.out), String(received.err)];
+  const cleanups = action.step === 'start' && Array.isArray(action.cleanup) ? action.cleanup.map(runId) : [];
+  const args = [action.run, String(received.out), String(received.err), String(cleanups.length), ...cleanups];
   return ['sh', '-c', script, 'k8s-auth-preflight', ...args, ...(action.step === 'start' ? command : [])];
 }
 

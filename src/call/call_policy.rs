@@ -13,7 +13,7 @@ use super::machine::Call;
 use super::operation::Operation;
 use super::spec::CallSpec;
 use crate::config::Settings;
-use crate::durable::{DurableRun, DurableSpec, PING_EVERY_MS};
+use crate::durable::{Delivered, DurableRun, DurableSpec, PING_EVERY_MS};
 use crate::environment::Environment;
 use crate::millis;
 use crate::random::RandomSource;
@@ -26,6 +26,7 @@ pub struct CallPolicy {
     settings: Settings,
     warnings: Vec<String>,
     breaker: Rc<RefCell<Breaker>>,
+    delivered: Delivered,
 }
 
 impl CallPolicy {
@@ -36,6 +37,7 @@ impl CallPolicy {
             settings: environment.settings().clone(),
             warnings: environment.warnings_once(),
             breaker: Rc::new(RefCell::new(Breaker::new())),
+            delivered: Delivered::default(),
         }
     }
 
@@ -71,7 +73,16 @@ impl CallPolicy {
     ) -> Option<DurableRun> {
         let s = &self.settings;
         let durable = s.calls.resilient && s.calls.durable && !stdin && !tty;
-        durable.then(|| DurableRun::new(s, spec, RandomSource::for_seed(s.seed, 0), now_ms))
+        let delivered = Rc::clone(&self.delivered);
+        durable.then(|| {
+            DurableRun::new(
+                s,
+                spec,
+                RandomSource::for_seed(s.seed, 0),
+                delivered,
+                now_ms,
+            )
+        })
     }
 
     /// How an open plain exec stream is watched: a ping every this many ms,

@@ -124,6 +124,8 @@ pub enum DurableAction {
         step: PodStep,
         /// The run's id (its folder's name).
         run: String,
+        /// For a start: delivered runs of the pod whose files it removes.
+        cleanup: Vec<String>,
         /// Abandon a set-up whose connection is not made by then.
         connect_timeout_ms: u64,
         /// Abandon a set-up that takes longer.

@@ -1,6 +1,8 @@
 //! The machine of one durable exec ([`DurableRun`]).
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::time::Duration;
 
 use super::action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd};
@@ -25,6 +27,14 @@ pub struct DurableSpec {
     /// The command, as the caller passed it.
     pub command: Vec<String>,
 }
+
+/// The runs whose code was delivered and whose clean-up may not have been
+/// made (a host that ends at once does not wait for it): `(pod, run id)`.
+/// One list per call policy; a start in the same pod cleans them up.
+pub type Delivered = Rc<RefCell<Vec<(String, String)>>>;
+
+// At most this many delivered runs are cleaned up by one start.
+const CLEANUPS_PER_START: usize = 8;
 
 /// How often an open stream is pinged.
 pub const PING_EVERY_MS: u64 = 5_000;
@@ -99,13 +109,15 @@ pub struct DurableRun {
     final_start_error: Option<u32>,
     last_failed: Option<u32>,
     last_error: String,
-    code: Option<Delivery>,
     /// The status of a start or an attach that a finish step confirms.
     confirm: Option<i64>,
     /// Until when a kill is tried, once the process is being stopped.
     kill_until_ms: Option<u64>,
     disconnected: Option<Disconnection>,
     queue: VecDeque<DurableAction>,
+    delivered: Delivered,
+    /// The delivered runs the start out now cleans up.
+    cleaning: Vec<String>,
 }
 
 impl DurableRun {
@@ -116,12 +128,13 @@ impl DurableRun {
         settings: &Settings,
         spec: DurableSpec,
         random: RandomSource,
+        delivered: Delivered,
         now_ms: u64,
     ) -> DurableRun {
         let length: usize = spec.command.iter().map(|part| part.len() + 1).sum();
         let too_long = length > MAX_COMMAND_BYTES;
         let nothing = spec.command.is_empty();
-        let mut run = DurableRun::with(settings, spec, random, now_ms);
+        let mut run = DurableRun::with(settings, spec, random, delivered, now_ms);
         if too_long {
             let what = format!("got a command of {length} bytes, too long to run durably (at most {MAX_COMMAND_BYTES})");
             run.fall_back(&what);
@@ -136,6 +149,7 @@ impl DurableRun {
         settings: &Settings,
         spec: DurableSpec,
         random: RandomSource,
+        delivered: Delivered,
         now_ms: u64,
     ) -> DurableRun {
         let mut os = RandomSource::from_os();
@@ -168,7 +182,6 @@ impl DurableRun {
             final_start_error: None,
             last_failed: None,
             last_error: String::new(),
-            code: None,
             confirm: None,
             kill_until_ms: None,
             // Until the first stream opens, the run has no connection.
@@ -178,6 +191,8 @@ impl DurableRun {
                 warned: true,
             }),
             queue: VecDeque::new(),
+            delivered,
+            cleaning: Vec::new(),
         }
     }
 
@@ -284,10 +299,20 @@ impl DurableRun {
             PodStep::Kill => (KILL_ATTEMPT_MS, KILL_ATTEMPT_MS),
             _ => (self.connect_timeout_ms, self.setup_timeout_ms),
         };
+        self.cleaning = if step == PodStep::Start {
+            let delivered = self.delivered.borrow();
+            let ours = delivered.iter().filter(|(pod, _)| *pod == self.pod);
+            ours.map(|(_, run)| run.clone())
+                .take(CLEANUPS_PER_START)
+                .collect()
+        } else {
+            Vec::new()
+        };
         DurableAction::Exec {
             request,
             step,
             run: self.run.clone(),
+            cleanup: self.cleaning.clone(),
             connect_timeout_ms,
             setup_timeout_ms,
             ping_every_ms: PING_EVERY_MS,
@@ -301,6 +326,11 @@ impl DurableRun {
             if step == PodStep::Start {
                 self.claimed = true;
                 self.may_have_started = true;
+                // Its script cleans them up first thing.
+                let cleaning = std::mem::take(&mut self.cleaning);
+                self.delivered
+                    .borrow_mut()
+                    .retain(|(_, run)| !cleaning.contains(run));
             }
             if let Some(d) = self.disconnected.take() {
                 if !d.warned {
@@ -327,9 +357,12 @@ impl DurableRun {
     ) {
         let end = exit_code.map(StepEnd::of);
         match (step, end) {
-            (PodStep::Cleanup, _) => {
-                let delivery = self.code.clone();
-                self.finish_with(delivery);
+            (PodStep::Cleanup, end) => {
+                if end == Some(StepEnd::Code(0)) {
+                    let run = self.run.clone();
+                    self.delivered.borrow_mut().retain(|(_, r)| *r != run);
+                }
+                self.finish_with(None);
             }
             (PodStep::Kill, Some(_)) => self.finish_with(None),
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
@@ -418,8 +451,7 @@ impl DurableRun {
         let stage = FailureStage::of(&facts);
         match step {
             PodStep::Cleanup => {
-                let delivery = self.code.clone();
-                self.finish_with(delivery);
+                self.finish_with(None);
                 return;
             }
             PodStep::Kill => {
@@ -515,8 +547,14 @@ impl DurableRun {
         self.fail("StreamLost", message);
     }
 
+    /// The code is known: the caller gets it at once, and the run's files
+    /// are removed after (a host that ends first leaves that to the next
+    /// start in the pod).
     fn cleanup(&mut self, delivery: Delivery) {
-        self.code = Some(delivery);
+        self.queue.push_back(DurableAction::Deliver { delivery });
+        self.delivered
+            .borrow_mut()
+            .push((self.pod.clone(), self.run.clone()));
         self.phase = Phase::Cleaning;
         self.disconnected = None;
         self.next = Some((PodStep::Cleanup, 0));
@@ -535,7 +573,8 @@ impl DurableRun {
     }
 
     fn cancel(&mut self, now_ms: u64, signal: &str) {
-        if matches!(self.phase, Phase::Killing | Phase::Over) {
+        // After the delivery there is nothing to stop.
+        if matches!(self.phase, Phase::Killing | Phase::Cleaning | Phase::Over) {
             return;
         }
         if !self.may_have_started {
@@ -640,7 +679,13 @@ mod tests {
             pod: "job-pod".into(),
             command: vec!["sh".into(), "-e".into(), "script.sh".into()],
         };
-        DurableRun::new(&settings(), spec, RandomSource::seeded(7), T0)
+        DurableRun::new(
+            &settings(),
+            spec,
+            RandomSource::seeded(7),
+            Delivered::default(),
+            T0,
+        )
     }
 
     /// Every action up to a wait or the end.
@@ -729,19 +774,27 @@ mod tests {
     /// the command's `code`, the run is cleaned up, then the code is given.
     fn finish(r: &mut DurableRun, attach: u32, at: u64, code: i64) -> Vec<DurableAction> {
         r.on_fact(at, ended(attach, Some(code), ""));
-        let (clean, step) = exec(&drain(r, at)).unwrap();
-        assert_eq!(
-            step,
-            PodStep::Cleanup,
-            "the run's files go before the code is given"
+        let mut actions = drain(r, at);
+        let (clean, step) = exec(&actions).unwrap();
+        assert_eq!(step, PodStep::Cleanup);
+        let given = actions
+            .iter()
+            .position(|a| matches!(a, DurableAction::Deliver { .. }));
+        let cleaned = actions
+            .iter()
+            .position(|a| matches!(a, DurableAction::Exec { .. }));
+        assert!(
+            given < cleaned,
+            "the code is given before the clean-up: {actions:?}"
         );
         r.on_fact(at, DurableFact::Opened { request: clean });
         r.on_fact(at, ended(clean, Some(0), ""));
-        drain(r, at)
+        actions.extend(drain(r, at));
+        actions
     }
 
     #[test]
-    fn a_healthy_run_starts_once_reads_the_code_cleans_up_then_delivers_it() {
+    fn a_healthy_run_starts_once_delivers_the_code_then_cleans_up() {
         let mut r = run();
         assert!(matches!(
             r.clone().poll(T0),
@@ -1180,13 +1233,9 @@ mod tests {
             let (again, step) = exec(&actions).unwrap();
             assert_eq!(step, PodStep::Finish, "{code}: a cut finish is made again");
             r.on_fact(T0, ended(again, Some(0), &format!("{code} 10 5")));
-            let (clean, step) = exec(&drain(&mut r, T0)).unwrap();
-            assert_eq!(step, PodStep::Cleanup);
-            r.on_fact(T0, ended(clean, Some(0), ""));
-            assert_eq!(
-                delivered(&drain(&mut r, T0)),
-                Some(Delivery::ExitCode(code))
-            );
+            let actions = drain(&mut r, T0);
+            assert_eq!(delivered(&actions), Some(Delivery::ExitCode(code)));
+            assert_eq!(exec(&actions).unwrap().1, PodStep::Cleanup);
         }
         // A status not ours needs no finish step.
         for code in [0, 1, 2, 3, 94, 99, 125] {
@@ -1396,7 +1445,13 @@ mod tests {
             pod: "job-pod".into(),
             command,
         };
-        DurableRun::new(&settings(), spec, RandomSource::seeded(7), T0)
+        DurableRun::new(
+            &settings(),
+            spec,
+            RandomSource::seeded(7),
+            Delivered::default(),
+            T0,
+        )
     }
 
     #[test]
@@ -1489,5 +1544,65 @@ mod tests {
         }
         assert!(kills >= 10, "{kills} kills in the window");
         assert!(now - T0 <= KILL_WINDOW_MS, "tried for {} ms", now - T0);
+    }
+
+    #[test]
+    fn a_clean_up_not_made_is_left_to_the_next_start_in_the_pod_and_a_signal_after_the_delivery_kills_nothing(
+    ) {
+        let list = Delivered::default();
+        let spec = |pod: &str| DurableSpec {
+            namespace: "ci".into(),
+            pod: pod.into(),
+            command: vec!["true".into()],
+        };
+        let mut first = DurableRun::new(
+            &settings(),
+            spec("job-pod"),
+            RandomSource::seeded(1),
+            Rc::clone(&list),
+            T0,
+        );
+        let start = started(&mut first);
+        first.on_fact(T0, ended(start, Some(0), ""));
+        let actions = drain(&mut first, T0);
+        assert_eq!(delivered(&actions), Some(Delivery::Success));
+        assert_eq!(exec(&actions).unwrap().1, PodStep::Cleanup);
+        // The host stops: SIGTERM now kills nothing, the clean-up is not made.
+        first.on_fact(
+            T0,
+            DurableFact::Cancel {
+                signal: "SIGTERM".into(),
+            },
+        );
+        assert!(exec(&drain(&mut first, T0)).is_none());
+        assert_eq!(list.borrow().len(), 1);
+
+        // Another pod's start leaves it; the same pod's start cleans it up.
+        let mut other = DurableRun::new(
+            &settings(),
+            spec("other-pod"),
+            RandomSource::seeded(2),
+            Rc::clone(&list),
+            T0,
+        );
+        let cleanup_of = |actions: &[DurableAction]| {
+            actions.iter().find_map(|a| match a {
+                DurableAction::Exec { cleanup, .. } => Some(cleanup.clone()),
+                _ => None,
+            })
+        };
+        assert_eq!(cleanup_of(&drain(&mut other, T0)), Some(vec![]));
+        let mut next = DurableRun::new(
+            &settings(),
+            spec("job-pod"),
+            RandomSource::seeded(3),
+            Rc::clone(&list),
+            T0,
+        );
+        let actions = drain(&mut next, T0);
+        assert_eq!(cleanup_of(&actions), Some(vec![first.run_id().to_string()]));
+        let (start, _) = exec(&actions).unwrap();
+        next.on_fact(T0, DurableFact::Opened { request: start });
+        assert!(list.borrow().is_empty(), "cleaned up by the start");
     }
 }

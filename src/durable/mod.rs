@@ -22,5 +22,5 @@ mod machine;
 mod messages;
 
 pub use action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd, UTILITIES};
-pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};
+pub use machine::{Delivered, DurableRun, DurableSpec, PING_EVERY_MS};
 pub use messages::plain_cut;

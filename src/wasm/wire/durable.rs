@@ -151,6 +151,7 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             request,
             step,
             run,
+            cleanup,
             connect_timeout_ms,
             setup_timeout_ms,
             ping_every_ms,
@@ -162,6 +163,14 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
                 ("request", number(u64::from(*request))),
                 ("step", text(step_name(*step))),
                 ("run", text(run)),
+                (
+                    "cleanup",
+                    cleanup
+                        .iter()
+                        .map(|r| text(r))
+                        .collect::<js_sys::Array>()
+                        .into(),
+                ),
                 ("connectTimeoutMs", number(*connect_timeout_ms)),
                 ("setupTimeoutMs", number(*setup_timeout_ms)),
                 ("pingEveryMs", number(*ping_every_ms)),
