@@ -245,12 +245,14 @@ const shQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * The command that unpacks archiveOf's format from stdin into `podDir` (made
  * when missing): sh's read for the two header lines, head -c for the bytes
- * (it reads no further than it is asked to from a pipe).
+ * (it reads no further than it is asked to from a pipe). It prints each
+ * path as it goes, as tar xv does.
  */
 export function unpackCommand(podDir: string): string[] {
   const script = [
     `mkdir -p ${shQuote(podDir)} && cd ${shQuote(podDir)} || exit 1`,
     'while IFS= read -r name && IFS= read -r size; do',
+    '  printf "%s\\n" "$name"',
     '  case "$name" in',
     '    */) mkdir -p "$name" || exit 1 ;;',
     '    */*) mkdir -p "${name%/*}" && head -c "$size" > "$name" || exit 1 ;;',
