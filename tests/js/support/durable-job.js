@@ -182,13 +182,23 @@ function runHook(ns, { bundleDir, env, input, timeoutMs, onStart }) {
   });
 }
 
-/** What a hook's output says: ok, and its ::error:: message (found anywhere: it may follow a piece of a line). */
+/**
+ * What a hook's output says: ok (exit 0 and the consumer's `job step ok`
+ * line), green (exit 0: all the runner looks at), and its ::error:: message
+ * (found anywhere: it may follow a piece of a line). A hook that exits 0
+ * without the line ended with its work unsettled (its event loop ran empty):
+ * not ok here, but green to the runner.
+ */
 function readStep(r) {
   const ok = r.code === 0 && /^job step ok: \S+$/m.test(r.stdout);
+  const green = r.code === 0;
   const errors = [...r.stdout.matchAll(/::error::([^\n]*)/g)];
   let message = errors.length ? errors.at(-1)[1] : null;
-  if (!ok && !message) message = r.timedOut ? 'timed out (killed)' : `exit ${r.code}${r.signal ? ` ${r.signal}` : ''}: ${r.stderr.trim().split('\n').pop() || ''}`;
-  return { ok, message };
+  if (!ok && !message) {
+    if (green) message = "exit 0 WITHOUT the consumer's 'job step ok' line (the process ended with its work unsettled; the runner would count it green)";
+    else message = r.timedOut ? 'timed out (killed)' : `exit ${r.code}${r.signal ? ` ${r.signal}` : ''}: ${r.stderr.trim().split('\n').pop() || ''}`;
+  }
+  return { ok, green, message };
 }
 
 /**
@@ -292,8 +302,8 @@ async function runNsJob({ ns, server, bundleDir, podRoot, env = {}, stepTimeoutM
       if (side) duringResults[step.label] = await side;
       const read = readStep(r);
       steps.push({ label: step.label, ...read, code: r.code, signal: r.signal, timedOut: r.timedOut, ms: r.ms, stdout: r.stdout, stderr: r.stderr, endedAtMs: performance.now() });
-      if (read.ok && step.command === 'prepare_job') {
-        state = JSON.parse(fs.readFileSync(responseFile, 'utf8')).state;
+      if (read.green && step.command === 'prepare_job') {
+        if (fs.existsSync(responseFile)) state = JSON.parse(fs.readFileSync(responseFile, 'utf8')).state;
         podAfterPrepare = (await server.call('objects', { resource: 'pods' })).includes(`${NAMESPACE}/${pod}`);
       }
       if (!read.ok && !failed) failed = { step: step.label, message: read.message };
