@@ -43,6 +43,8 @@ const SCRIPT_START_TIMEOUT_MS = 60_000;
 const PROCESSES_GONE_MS = 5000;
 const POD_GONE_FAILS_WITHIN_MS = 20_000;
 const FAULTS = ['reject', 'reset', 'drop'];
+// Each test skips itself on Node 24, with the reason.
+const TEST_OPTIONS = { timeout: JOB_TEST_TIMEOUT_MS, skip: SKIP };
 const DURABLE_OFF = { ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC: 'off' };
 
 let run;
@@ -114,8 +116,8 @@ function faultRan(j) {
   return d.value;
 }
 
-describe(`durable execs through whole jobs in a network namespace (client-node ${clientVersion})`, { concurrency: CONCURRENCY, skip: SKIP }, () => {
-  test('a: baseline, no fault: the job succeeds, the script ran once, its stdout and stderr are the patterns byte for byte', { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+describe(`durable execs through whole jobs in a network namespace (client-node ${clientVersion})`, { concurrency: CONCURRENCY }, () => {
+  test('a: baseline, no fault: the job succeeds, the script ran once, its stdout and stderr are the patterns byte for byte', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
     const j = await nsJob(t);
     t.diagnostic(`job ${j.ms} ms; ${j.steps.map((s) => `${s.label} ${s.ms} ms`).join(', ')}`);
@@ -127,7 +129,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
   });
 
   for (const action of FAULTS) {
-    test(`b: a 25 s ${action} block 5 s into the script, durable execs on: the job succeeds, the output is whole, the script ran once`, { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+    test(`b: a 25 s ${action} block 5 s into the script, durable execs on: the job succeeds, the output is whole, the script ran once`, TEST_OPTIONS, async (t) => {
       if (!requireNetns(t)) return;
       const j = await nsJob(t, { during: blockDuringScript(action) });
       const fault = faultRan(j);
@@ -138,7 +140,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
     });
   }
 
-  test('b: the exit-3 script through a 25 s reset block, durable execs on: the step fails with exit code 3, the output is whole, the script ran once', { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+  test('b: the exit-3 script through a 25 s reset block, durable execs on: the step fails with exit code 3, the output is whole, the script ran once', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
     const j = await nsJob(t, { exitCode: 3, during: blockDuringScript('reset') });
     faultRan(j);
@@ -149,7 +151,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
   });
 
   for (const action of FAULTS) {
-    test(`c: control, durable execs off: a 25 s ${action} block 5 s into the script fails the step (and a green step must have the whole output)`, { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+    test(`c: control, durable execs off: a 25 s ${action} block 5 s into the script fails the step (and a green step must have the whole output)`, TEST_OPTIONS, async (t) => {
       if (!requireNetns(t)) return;
       const j = await nsJob(t, { env: DURABLE_OFF, during: blockDuringScript(action) });
       const fault = faultRan(j);
@@ -160,7 +162,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
     });
   }
 
-  test('d: a script stream closed with no status (close 1000, no status frame): the step fails, or it reattaches and the output is whole; never green with output missing', { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+  test('d: a script stream closed with no status (close 1000, no status frame): the step fails, or it reattaches and the output is whole; never green with output missing', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
     // The first exec whose command names a .sh file (the script's: no other
     // command of the job does) closes without a status; later ones are healthy.
@@ -179,7 +181,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
     }
   });
 
-  test('d: a 10 s reset while prepare_job\'s copy into the pod is open: the hooks\' copy loop copies again, the job gets its pod and files', { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+  test('d: a 10 s reset while prepare_job\'s copy into the pod is open: the hooks\' copy loop copies again, the job gets its pod and files', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
     // 2000 files of about 6 KB: the unpacking in the pod (a sh loop, a head
     // per file) keeps the copy's stream open for seconds, printing each name
@@ -225,7 +227,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
     assertRanOnce(j);
   });
 
-  test('e: SIGTERM to the run_script_step hook while the script runs: the script\'s processes in the pod are gone within 5 s', { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+  test('e: SIGTERM to the run_script_step hook while the script runs: the script\'s processes in the pod are gone within 5 s', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
     const j = await nsJob(t, {
       during: {
@@ -252,7 +254,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
     assert.equal(j.failedStep, 'script', describeJob(j));
   });
 
-  test('f: the pod deleted while the script runs: the step fails promptly, with a message that names the pod', { timeout: JOB_TEST_TIMEOUT_MS }, async (t) => {
+  test('f: the pod deleted while the script runs: the step fails promptly, with a message that names the pod', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
     const j = await nsJob(t, {
       during: {
