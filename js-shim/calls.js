@@ -12,6 +12,8 @@ const { errorDescriber, textRedactor } = require('./facts');
 const { CallGaveUpError } = require('./errors');
 const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } = require('./host');
 const { credentialFacts } = require('./credential');
+const { watchStream } = require('./stream-watch');
+const { durableExec } = require('./durable-exec');
 
 /**
  * What errors of calls through `kc` must hide: its credentials, as they
@@ -405,15 +407,25 @@ const noReadBack = () => Promise.reject(new Error('a connection has nothing to r
 
 /**
  * An `Exec` for `kc` whose `exec(...)` retries the connection's set-up
- * when, and only when, the command provably never started. The socket it
- * resolves with is client-node's own.
+ * when, and only when, the command provably never started, and never
+ * reports a stream that ended with no status as a success. A command with
+ * no stdin and no tty runs durably (durable-exec.js: the core decides when)
+ * and the caller gets a stand-in that outlives a cut stream; any other gets
+ * client-node's own socket.
  */
 function resilientExec(kc, options) {
   const k8s = require('@kubernetes/client-node');
+  const core = require('../pkg/k8s_auth_preflight.js');
   const state = callPolicy(kc, options);
+  const io = { k8s, kc, state: { ...state, withoutSecrets: (error) => withoutSecrets(error, state.redact) }, watchedConnection };
   const exec = new k8s.Exec(kc);
-  const wrapped = (namespace, podName, containerName, command, ...rest) =>
-    runCall(
+  const plain = (namespace, podName, containerName, command, stdout, stderr, stdin, tty, statusCallback) => {
+    let heard = false;
+    const onStatus = (status) => {
+      heard = true;
+      if (typeof statusCallback === 'function') statusCallback(status);
+    };
+    const made = runCall(
       state,
       { method: 'exec', namespace: text(namespace), name: text(podName) },
       async (_signal, _onCallerSignal, action) => {
@@ -421,7 +433,7 @@ function resilientExec(kc, options) {
         // and TLS connection was made is a fact the core asks for.
         const watched = watchedConnection(kc, action.connectTimeoutMs);
         try {
-          return await new k8s.Exec(watched.kc).exec(namespace, podName, containerName, command, ...rest);
+          return await new k8s.Exec(watched.kc).exec(namespace, podName, containerName, command, stdout, stderr, stdin, tty, onStatus);
         } catch (error) {
           throw watched.neverConnected() ? { [NEVER_CONNECTED]: true, error } : error;
         } finally {
@@ -431,6 +443,31 @@ function resilientExec(kc, options) {
       noReadBack,
       closeSocket,
     );
+    const watch = state.settings.streamWatch();
+    return made.then((socket) => {
+      if (watch && socket && typeof socket.on === 'function') {
+        watchStream(socket, {
+          hasStatus: () => heard,
+          pingEveryMs: watch[0],
+          pongDeadlineMs: watch[1],
+          onEnd: ({ status, why }) => {
+            if (!status) onStatus(core.cutStatus(`${namespace}/${podName}`, why));
+          },
+        });
+      }
+      return socket;
+    });
+  };
+  const wrapped = (namespace, podName, containerName, command, stdout, stderr, stdin, tty, statusCallback) => {
+    const commandList = typeof command === 'string' ? [command] : command;
+    const durable =
+      Array.isArray(commandList) && commandList.every((part) => typeof part === 'string') && typeof namespace === 'string' && typeof podName === 'string'
+        ? state.settings.durableRun({ namespace, pod: podName, command: commandList }, stdin !== null && stdin !== undefined, Boolean(tty), state.clock())
+        : undefined;
+    if (!durable) return plain(namespace, podName, containerName, command, stdout, stderr, stdin, tty, statusCallback);
+    const args = { namespace, podName, containerName, command: commandList, stdout, stderr, statusCallback };
+    return durableExec(durable, { ...io, plain: (onStatus) => plain(namespace, podName, containerName, command, stdout, stderr, stdin, tty, onStatus) }, args);
+  };
   return replaceMethod(exec, 'exec', wrapped);
 }
 

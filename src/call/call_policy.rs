@@ -13,7 +13,10 @@ use super::machine::Call;
 use super::operation::Operation;
 use super::spec::CallSpec;
 use crate::config::Settings;
+use crate::durable::{DurableRun, DurableSpec, PING_EVERY_MS};
 use crate::environment::Environment;
+use crate::millis;
+use crate::random::RandomSource;
 
 /// The policy one host's calls run under. Each [`Call`] it makes tells
 /// its [`Breaker`] once how it ended, so the calls after it know of an
@@ -53,5 +56,31 @@ impl CallPolicy {
     pub fn call(&self, spec: CallSpec, now_ms: u64) -> Call {
         let call = self.breaker.borrow().start(&self.settings, spec, now_ms);
         call.reporting_to(Rc::clone(&self.breaker))
+    }
+
+    /// The durable run of an exec of `spec` at `now_ms`, or `None` when
+    /// the exec runs plainly: it has stdin (a copy: what was sent cannot be
+    /// read again) or a tty, or durable execs (or the wrapped calls) are
+    /// off.
+    pub fn durable(
+        &self,
+        spec: DurableSpec,
+        stdin: bool,
+        tty: bool,
+        now_ms: u64,
+    ) -> Option<DurableRun> {
+        let s = &self.settings;
+        let durable = s.calls.resilient && s.calls.durable && !stdin && !tty;
+        durable.then(|| DurableRun::new(s, spec, RandomSource::for_seed(s.seed, 0), now_ms))
+    }
+
+    /// How an open plain exec stream is watched: a ping every this many ms,
+    /// and no pong for that many is a cut; `None` when the calls pass
+    /// through.
+    pub fn stream_watch(&self) -> Option<(u64, u64)> {
+        let calls = &self.settings.calls;
+        calls
+            .resilient
+            .then(|| (PING_EVERY_MS, millis(calls.pong_deadline)))
     }
 }

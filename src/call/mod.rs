@@ -66,7 +66,7 @@ mod spec;
 pub use action::{Accepted, BadReport, CallAction, CallOutcome, CallResult};
 pub use breaker::Breaker;
 pub use call_policy::CallPolicy;
-pub use failure_stage::FailureStage;
+pub use failure_stage::{with_upgrade_status, FailureStage};
 pub use machine::Call;
 pub use operation::Operation;
 pub use ownership::{Judgement, Ownership};

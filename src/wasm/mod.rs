@@ -88,6 +88,66 @@ impl WasmSettings {
     }
 }
 
+#[wasm_bindgen(js_class = Settings)]
+impl WasmSettings {
+    /// The machine of a durable exec of `spec` (`{namespace, pod,
+    /// command}`), or `undefined` when the exec runs plainly.
+    #[wasm_bindgen(js_name = durableRun)]
+    pub fn durable_run(
+        &mut self,
+        spec: &JsValue,
+        stdin: bool,
+        tty: bool,
+        now_ms: f64,
+    ) -> Result<Option<WasmDurable>, JsValue> {
+        let spec = read(spec, "spec", wire::durable_spec)?;
+        let now = time(now_ms)?;
+        let command = spec.command.clone();
+        let run = self.calls().durable(spec, stdin, tty, now);
+        Ok(run.map(|run| WasmDurable { run, command }))
+    }
+
+    /// `[pingEveryMs, pongDeadlineMs]` for an open plain exec stream, or
+    /// `undefined` when the calls pass through.
+    #[wasm_bindgen(js_name = streamWatch)]
+    pub fn stream_watch(&mut self) -> Option<Vec<f64>> {
+        let (ping, pong) = self.calls().stream_watch()?;
+        Some(vec![ping as f64, pong as f64])
+    }
+}
+
+/// The `V1Status` a plain exec's caller gets when its stream ended with
+/// no status.
+#[wasm_bindgen(js_name = cutStatus)]
+pub fn cut_status(pod: &str, why: &str) -> JsValue {
+    wire::unknown_status(crate::durable::plain_cut(pod, why))
+}
+
+/// One durable exec (`crate::durable::DurableRun`).
+#[wasm_bindgen(js_name = Durable)]
+pub struct WasmDurable {
+    run: crate::durable::DurableRun,
+    command: Vec<String>,
+}
+
+#[wasm_bindgen(js_class = Durable)]
+impl WasmDurable {
+    /// Takes the facts, returns the actions up to a wait or the end.
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        use crate::durable::DurableAction;
+        let now = time(now_ms)?;
+        for fact in read(facts, "facts", wire::durable_facts)? {
+            self.run.on_fact(now, fact);
+        }
+        let (run, command) = (&mut self.run, &self.command);
+        Ok(steps(
+            || run.poll(now),
+            |a| wire::durable_action(a, command),
+            |a| matches!(a, DurableAction::Wait { .. } | DurableAction::Done),
+        ))
+    }
+}
+
 impl WasmSettings {
     fn calls(&mut self) -> &mut CallPolicy {
         let environment = &self.environment;

@@ -143,7 +143,10 @@ function killQuietly(pid, signal) {
  * exited (a Promise of { code, signal } once it ended, code already 128 + n
  * for a signal), closed (a Promise, once its pipes are closed too), cut() }.
  */
-function createPodContainer({ podRoot }) {
+function createPodContainer({ podRoot, podEnv = {} }) {
+  for (const [key, value] of Object.entries(podEnv)) {
+    if (typeof value !== 'string' || key === MARKER) throw new TypeError(`podEnv.${key} must be a string, and not ${MARKER}`);
+  }
   const root = path.resolve(podRoot);
   fs.mkdirSync(root, { recursive: true });
   const serverId = crypto.randomBytes(6).toString('hex');
@@ -168,6 +171,7 @@ function createPodContainer({ podRoot }) {
       PATH: SYSTEM_PATH.split(':').includes(path.dirname(process.execPath)) ? SYSTEM_PATH : `${path.dirname(process.execPath)}:${SYSTEM_PATH}`,
       HOME: cwd,
       TMPDIR: tmp,
+      ...podEnv,
       [MARKER]: podMark(exec.namespace, exec.pod),
     };
     exec.pid = null;

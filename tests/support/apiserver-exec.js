@@ -207,7 +207,14 @@ function createExecHandler({ later, settings, container = null }) {
   const processes = new WeakMap();
   // Each open stream's end, so that close() can wait until the log says how they ended.
   const streamEnds = new Set();
+  // The TCP sockets of the open exec streams, for a test that silences one.
+  const openSockets = new Set();
   const track = (ws) => {
+    const raw = ws._socket;
+    if (raw) {
+      openSockets.add(raw);
+      ws.once('close', () => openSockets.delete(raw));
+    }
     const ended = new Promise((resolve) => ws.once('close', resolve));
     streamEnds.add(ended);
     ended.then(() => streamEnds.delete(ended));
@@ -508,7 +515,7 @@ function createExecHandler({ later, settings, container = null }) {
     clearTimeout(timer);
   }
 
-  return { upgrade, startLost, chooseProtocol, podDeleted, close };
+  return { upgrade, startLost, chooseProtocol, podDeleted, close, openSockets: () => [...openSockets] };
 }
 
 module.exports = { createExecHandler, checkExecProtocols, checkExecResults, parseExecQuery, PROTOCOLS };

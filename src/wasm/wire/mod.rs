@@ -20,17 +20,19 @@
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::de::{field, read, Bad};
+use super::de::{field, read, read_field, Bad};
 use crate::protocol::Bytes;
 
 mod call;
 mod check;
 mod credential;
+mod durable;
 #[cfg(feature = "test-exports")]
 mod test_exports;
 pub use call::*;
 pub use check::*;
 pub use credential::*;
+pub use durable::*;
 #[cfg(feature = "test-exports")]
 pub use test_exports::*;
 

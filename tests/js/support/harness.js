@@ -51,6 +51,10 @@ function fastEnv(overrides = {}) {
     ACTIONS_RUNNER_PREFLIGHT_SEED: '20240611',
   };
   env.ACTIONS_RUNNER_PREFLIGHT_RULES_REVIEW = 'off';
+  // The loopback apiserver runs no command unless it has a real container
+  // (podRoot): durable execs are tested there (durable-exec.test.js), and
+  // an exec elsewhere is the plain one.
+  env.ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC = 'off';
   for (const [key, value] of Object.entries(overrides)) {
     const name = key.startsWith('ACTIONS_RUNNER_PREFLIGHT_') ? key : `ACTIONS_RUNNER_PREFLIGHT_${key}`;
     if (value === undefined) delete env[name];

@@ -1,0 +1,366 @@
+'use strict';
+// A durable exec: runs the core's `Durable` machine (src/durable/) for one
+// `exec(...)` call. The machine says which pod step to run and when; this
+// file runs each as an exec (its command built by pod-commands.js), counts
+// the bytes of stdout and stderr it passes on to the caller's streams,
+// watches each open stream (stream-watch.js), reads the pod when asked,
+// and reports what happened. What the caller holds is a stand-in for the
+// WebSocket (`DurableSocket`): it stays open across reattaches and closes
+// after the status is delivered.
+
+const { EventEmitter } = require('node:events');
+const { Writable } = require('node:stream');
+
+const { podCommand } = require('./pod-commands');
+const { watchStream } = require('./stream-watch');
+const { withAbortSignal } = require('./host');
+
+// setTimeout's own limit; longer waits wake and look again.
+const MAX_TIMER_MS = 0x7fffffff;
+// What a finish step prints (an exit code) is short; more is not kept.
+const FINISH_OUTPUT_CAP = 64;
+
+/** What the caller holds instead of a WebSocket: open until the status has been delivered. */
+class DurableSocket extends EventEmitter {
+  constructor(onClose) {
+    super();
+    this.readyState = 1;
+    this.protocol = 'v5.channel.k8s.io';
+    this._onClose = onClose;
+  }
+
+  /** Alive while the run is: a ping is answered while it is followed. */
+  ping() {
+    if (this.readyState === 1) setImmediate(() => this.readyState === 1 && this.emit('pong'));
+  }
+
+  /** Stops following the run; the command goes on in the pod, as after closing a plain exec's stream. */
+  close() {
+    if (this.readyState === 1) this._onClose();
+  }
+
+  terminate() {
+    this.close();
+  }
+
+  send() {
+    throw new Error('a durable exec has no stdin');
+  }
+
+  _closed() {
+    if (this.readyState === 3) return;
+    this.readyState = 3;
+    setImmediate(() => this.emit('close', 1000, Buffer.alloc(0)));
+  }
+}
+
+// The runs of this process: SIGINT and SIGTERM stop their commands first.
+const runs = new Set();
+let signalHandlers = null;
+// How long a stopping process waits for its runs' commands to be stopped.
+const CANCEL_WAIT_MS = 8000;
+
+function register(run) {
+  runs.add(run);
+  if (signalHandlers) return;
+  signalHandlers = {};
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    const handler = () => cancelAll(signal);
+    signalHandlers[signal] = handler;
+    process.on(signal, handler);
+  }
+}
+
+function unregister(run) {
+  runs.delete(run);
+  if (runs.size === 0 && signalHandlers && !cancelling) removeHandlers();
+}
+
+function removeHandlers() {
+  if (!signalHandlers) return;
+  for (const [signal, handler] of Object.entries(signalHandlers)) process.removeListener(signal, handler);
+  signalHandlers = null;
+}
+
+let cancelling = null;
+
+function cancelAll(signal) {
+  if (cancelling) return;
+  const ended = [...runs].map((run) => run.cancel(signal));
+  const waited = new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS));
+  cancelling = Promise.race([Promise.all(ended), waited]).then(() => {
+    removeHandlers();
+    // The signal's own effect, now that the commands were told to stop.
+    process.kill(process.pid, signal);
+  });
+}
+
+/**
+ * Runs `machine` for one exec. `io`: `{ k8s, kc, state, watchedConnection,
+ * plain(statusCallback) }` (state: the call policy's clock, logger,
+ * describeError and withoutSecrets); `args`: the caller's exec arguments.
+ * Resolves with the DurableSocket when the run's stream first opens;
+ * rejects with the client's own error when the exec could not be made, as
+ * the plain client does.
+ */
+function durableExec(machine, io, args) {
+  const { k8s, kc, state } = io;
+  const clock = state.clock;
+  return new Promise((resolvePromise, rejectPromise) => {
+    const received = { out: 0, err: 0 };
+    const errors = new Map();
+    const live = new Map();
+    const facts = [];
+    let wake = null;
+    let settled = false;
+    let plainRunning = false;
+    let onEnd = null;
+    const ended = new Promise((resolve) => {
+      onEnd = resolve;
+    });
+    const push = (fact) => {
+      facts.push(fact);
+      if (wake) wake();
+    };
+    const socket = new DurableSocket(() => push({ type: 'closed' }));
+    const run = { cancel: (signal) => (push({ type: 'cancel', signal }), ended) };
+    register(run);
+
+    const settle = (fn, value) => {
+      if (settled) return;
+      settled = true;
+      fn(value);
+    };
+
+    const deliver = (status) => {
+      try {
+        if (typeof args.statusCallback === 'function') args.statusCallback(status);
+      } catch {
+        // the caller's callback failed: its own affair
+      }
+    };
+
+    const startStep = (action) => {
+      const request = action.request;
+      const step = action.step;
+      const forward = step === 'start' || step === 'attach';
+      let dead = false;
+      let status = null;
+      let finishOut = '';
+      let stopWatch = null;
+      let ws = null;
+      const passOn = (target, key) =>
+        new Writable({
+          write(chunk, _encoding, done) {
+            if (!dead && forward) {
+              received[key] += chunk.length;
+              if (target) target.write(chunk);
+            } else if (!dead && step === 'finish' && key === 'out' && finishOut.length < FINISH_OUTPUT_CAP) {
+              finishOut += chunk.toString('latin1');
+            }
+            done();
+          },
+        });
+      const watched = io.watchedConnection(kc, action.setupTimeoutMs);
+      const finish = (fact) => {
+        if (dead) return;
+        dead = true;
+        clearTimeout(setupTimer);
+        watched.stop();
+        if (stopWatch) stopWatch();
+        live.delete(request);
+        push(fact);
+      };
+      const setupTimer = setTimeout(() => {
+        finish({ type: 'failed', request, facts: state.describeError(timeoutError(action.setupTimeoutMs), true) });
+        closeQuietly(ws);
+      }, action.setupTimeoutMs);
+      let command;
+      try {
+        command = podCommand(action, received, args.command);
+      } catch (error) {
+        finish({ type: 'failed', request, facts: state.describeError(error, false) });
+        return;
+      }
+      Promise.resolve()
+        .then(() =>
+          new k8s.Exec(watched.kc).exec(
+            args.namespace,
+            args.podName,
+            args.containerName,
+            command,
+            passOn(args.stdout, 'out'),
+            passOn(args.stderr, 'err'),
+            null,
+            false,
+            (s) => {
+              status = s;
+            },
+          ),
+        )
+        .then(
+          (opened) => {
+            ws = opened;
+            if (dead) return closeQuietly(opened);
+            clearTimeout(setupTimer);
+            push({ type: 'opened', request });
+            stopWatch = watchStream(opened, {
+              hasStatus: () => status !== null,
+              pingEveryMs: action.pingEveryMs,
+              pongDeadlineMs: action.pongDeadlineMs,
+              onEnd: ({ status: got, why }) =>
+                finish(
+                  got
+                    ? { type: 'ended', request, exitCode: exitCodeOf(status), stdout: finishOut }
+                    : { type: 'ended', request, exitCode: null, why },
+                ),
+            });
+          },
+          (error) => {
+            errors.set(request, error);
+            finish({ type: 'failed', request, facts: state.describeError(error, false) });
+          },
+        );
+      live.set(request, () => {
+        dead = true;
+        clearTimeout(setupTimer);
+        watched.stop();
+        if (stopWatch) stopWatch();
+        closeQuietly(ws);
+      });
+    };
+
+    const readPod = (action) => {
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), action.timeoutMs);
+      Promise.resolve()
+        .then(() => {
+          const api = kc.makeApiClient(k8s.CoreV1Api);
+          return api.readNamespacedPod({ name: args.podName, namespace: args.namespace }, withAbortSignal(controller.signal, () => {}));
+        })
+        .then(
+          (pod) => {
+            const status = (pod && pod.status) || {};
+            const meta = (pod && pod.metadata) || {};
+            push({ type: 'pod', request: action.request, found: true, phase: typeof status.phase === 'string' ? status.phase : null, deleting: Boolean(meta.deletionTimestamp) });
+          },
+          (error) => {
+            const facts = state.describeError(error, controller.signal.aborted);
+            if (facts.status === 404) push({ type: 'pod', request: action.request, found: false, phase: null, deleting: false });
+            else push({ type: 'failed', request: action.request, facts });
+          },
+        )
+        .finally(() => clearTimeout(timer));
+    };
+
+    const runPlain = () => {
+      plainRunning = true;
+      const made = io.plain((status) => deliver(status));
+      if (!settled) {
+        // The caller's promise is the plain exec's own.
+        settled = true;
+        made.then(resolvePromise, rejectPromise);
+      } else {
+        made.then(
+          (plainSocket) => {
+            if (plainSocket && typeof plainSocket.once === 'function') plainSocket.once('close', () => socket._closed());
+            else socket._closed();
+          },
+          (error) => {
+            deliver({ metadata: {}, status: 'Failure', reason: 'InternalError', message: String((error && error.message) || error) });
+            socket._closed();
+          },
+        );
+      }
+    };
+
+    (async () => {
+      try {
+        for (;;) {
+          const actions = machine.step(clock(), facts.splice(0));
+          let untilMs = null;
+          for (const action of actions) {
+            switch (action.type) {
+              case 'exec':
+                startStep(action);
+                break;
+              case 'readPod':
+                readPod(action);
+                break;
+              case 'resolve':
+                settle(resolvePromise, socket);
+                break;
+              case 'reject':
+                settle(rejectPromise, state.withoutSecrets(errors.get(action.request)));
+                break;
+              case 'plain':
+                runPlain();
+                break;
+              case 'log':
+                state.logger[action.level](action.message);
+                break;
+              case 'deliver':
+                deliver(action.status);
+                break;
+              case 'wait':
+                untilMs = action.untilMs;
+                break;
+              case 'done':
+                return;
+              default:
+                throw new Error(`k8s-auth-preflight: a durable exec asked for ${JSON.stringify(action.type)}`);
+            }
+          }
+          if (facts.length > 0) continue;
+          const delay = untilMs === null ? null : Math.min(MAX_TIMER_MS, Math.max(0, untilMs - clock()));
+          await new Promise((resolve) => {
+            const timer = delay === null ? null : setTimeout(() => ((wake = null), resolve()), delay);
+            wake = () => {
+              wake = null;
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+      } finally {
+        for (const close of live.values()) close();
+        live.clear();
+        machine.free();
+        unregister(run);
+        if (!plainRunning) socket._closed();
+        onEnd();
+      }
+    })().catch((error) => {
+      // A bug of ours, never a lost verdict: the caller hears of it.
+      if (!settled) settle(rejectPromise, error);
+      else deliver({ metadata: {}, status: 'Failure', reason: 'InternalError', message: `k8s-auth-preflight: ${error && error.message}` });
+    });
+  });
+}
+
+/** The exit status a step's status says: a Failure without one is a shell that could not run (127). */
+function exitCodeOf(status) {
+  if (!status || typeof status !== 'object') return 127;
+  if (status.status === 'Success') return 0;
+  const causes = status.details && Array.isArray(status.details.causes) ? status.details.causes : [];
+  for (const cause of causes) {
+    if (cause && cause.reason === 'ExitCode' && /^\d{1,3}$/.test(String(cause.message))) return Number(cause.message);
+  }
+  return 127;
+}
+
+function timeoutError(ms) {
+  const error = new Error(`the exec was not set up within ${ms} ms`);
+  error.code = 'ETIMEDOUT';
+  return error;
+}
+
+function closeQuietly(ws) {
+  try {
+    if (ws && typeof ws.terminate === 'function') ws.terminate();
+  } catch {
+    // already closed
+  }
+}
+
+module.exports = { durableExec, DurableSocket };

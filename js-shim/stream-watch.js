@@ -1,0 +1,77 @@
+'use strict';
+// Watches one open exec stream (client-node's WebSocket) and reports how it
+// ended: with the status the server sent, or cut (closed or reset with no
+// status, or silent: no pong for the deadline the core gave, after which the
+// socket is terminated). The numbers are the core's; this only keeps time.
+
+/**
+ * `socket` the exec's WebSocket; `hasStatus()` whether its status arrived;
+ * `pingEveryMs`/`pongDeadlineMs` from the core; `onEnd({ status, why })`
+ * is called once: `status` true when it ended with its status, else `why`
+ * says what was seen. Returns `stop()`, which ends the watch quietly.
+ */
+function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd }) {
+  let ended = false;
+  let lastHeard = performance.now();
+  let failure = null;
+  let timer = null;
+  const stop = () => {
+    ended = true;
+    if (timer) clearInterval(timer);
+    timer = null;
+  };
+  const end = (why) => {
+    if (ended) return;
+    stop();
+    onEnd(hasStatus() ? { status: true, why: null } : { status: false, why });
+  };
+  const on = (event, listener) => {
+    try {
+      socket.on(event, listener);
+    } catch {
+      // not an emitter: nothing to hear
+    }
+  };
+  on('pong', () => {
+    lastHeard = performance.now();
+  });
+  on('message', () => {
+    lastHeard = performance.now();
+  });
+  on('error', (error) => {
+    failure = (error && error.message) || 'the connection failed';
+  });
+  on('close', (code) => {
+    // The status frame is handled before the close: let it land first.
+    setImmediate(() => end(failure || closeReason(code)));
+  });
+  if (typeof pingEveryMs === 'number' && pingEveryMs > 0) {
+    timer = setInterval(() => {
+      if (ended) return;
+      if (performance.now() - lastHeard > pongDeadlineMs) {
+        try {
+          socket.terminate();
+        } catch {
+          // already gone
+        }
+        end(`no pong within ${pongDeadlineMs} ms`);
+        return;
+      }
+      try {
+        if (socket.readyState === 1) socket.ping();
+      } catch {
+        // a ping that cannot be sent is heard of at the deadline
+      }
+    }, pingEveryMs);
+    if (typeof timer.unref === 'function') timer.unref();
+  }
+  return stop;
+}
+
+function closeReason(code) {
+  if (code === 1006) return 'the connection was lost (WebSocket close 1006)';
+  if (typeof code === 'number') return `the stream closed with code ${code} and no status`;
+  return 'the stream closed with no status';
+}
+
+module.exports = { watchStream };

@@ -1,0 +1,205 @@
+//! What a durable run asks the host to do ([`DurableAction`]), what the
+//! host reports ([`DurableFact`]), what the caller gets ([`Delivery`]), and
+//! what the exit status of each pod-side step means ([`StepEnd`]).
+
+use crate::classify::ErrorFacts;
+use crate::protocol::Level;
+
+/// The utilities the pod-side steps use besides `sh` and its builtins, in
+/// the order the start step checks for them: each is in GNU coreutils and
+/// BusyBox alike, but `setsid` (util-linux and BusyBox; coreutils has no way
+/// to start a session). The start step exits with `200 + index` of the
+/// first one missing, before it claims anything.
+pub const UTILITIES: &[&str] = &[
+    "mkdir", "mkfifo", "setsid", "tail", "head", "wc", "cat", "mv", "rm", "sleep",
+];
+
+/// One pod-side step of a run, each an exec of `sh -c` the host builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodStep {
+    /// Check the utilities; claim the run (`mkdir` of its folder); if the
+    /// claim is ours, launch the command detached; then attach (below).
+    /// A run already claimed is only attached to: never started again.
+    Start,
+    /// Exit 0 when the run has a folder (it was claimed), 98 when not: made
+    /// before another start when a start may have reached the pod.
+    Look,
+    /// Stream the run's stdout and stderr files from the offsets the host
+    /// has received, until the command has ended and everything is sent;
+    /// exit 0 then, or 98 when the run has no folder.
+    Attach,
+    /// Print the command's exit code (exit 98 when there is none).
+    Finish,
+    /// Remove the run's folder.
+    Cleanup,
+    /// Stop the command's process group (TERM, then KILL), then remove the
+    /// run's folder.
+    Kill,
+}
+
+/// How a pod-side step's exec ended, from the exit status it reported
+/// (the status of our own `sh -c`, never the command's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepEnd {
+    /// Exit 0: the step did what it is for.
+    Done,
+    /// Exit 96: the run's folder cannot be made (no writable temp folder).
+    NoFolder,
+    /// Exit 98: the run has no folder (never claimed, or removed).
+    NoRecord,
+    /// Exit 200 + i: utility `i` of [`UTILITIES`] is missing.
+    Missing(&'static str),
+    /// Any other status: the step itself broke (it was killed, its shell
+    /// failed); the run may be going on.
+    Other(i64),
+}
+
+impl StepEnd {
+    /// The meaning of exit status `code`.
+    pub fn of(code: i64) -> StepEnd {
+        match code {
+            0 => StepEnd::Done,
+            96 => StepEnd::NoFolder,
+            98 => StepEnd::NoRecord,
+            200..=255 => match usize::try_from(code - 200)
+                .ok()
+                .and_then(|i| UTILITIES.get(i))
+            {
+                Some(name) => StepEnd::Missing(name),
+                None => StepEnd::Other(code),
+            },
+            other => StepEnd::Other(other),
+        }
+    }
+}
+
+/// What the caller of `exec` gets through its status callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// The command exited 0.
+    Success,
+    /// The command exited with this code (1..=255).
+    ExitCode(i64),
+    /// The run's outcome is unknown, or it failed for a reason of the pod's:
+    /// `message` says which, and whether the command may still be running.
+    Failed {
+        /// A short reason for the status's `reason` field.
+        reason: &'static str,
+        /// The message.
+        message: String,
+    },
+}
+
+/// What the host must do next. Poll again after each, but `Done`.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurableAction {
+    /// Run pod step `step` of run `run` as an exec, report its end under
+    /// `request`; abandon its set-up after `setup_timeout_ms` (the steps are
+    /// safe to make again, so a slow one is cut); once its stream is open,
+    /// ping every `ping_every_ms` and count no pong for `pong_deadline_ms`
+    /// as a cut. For `Start`, `utilities` are what to check for first.
+    Exec {
+        /// The report number.
+        request: u32,
+        /// Which step.
+        step: PodStep,
+        /// The run's id (its folder's name).
+        run: String,
+        /// Abandon a set-up that takes longer.
+        setup_timeout_ms: u64,
+        /// How often to ping an open stream.
+        ping_every_ms: u64,
+        /// No pong for this long is a cut.
+        pong_deadline_ms: u64,
+    },
+    /// Read the pod: report whether it exists, its phase and its reason.
+    ReadPod {
+        /// The report number.
+        request: u32,
+        /// Abandon it after this long.
+        timeout_ms: u64,
+    },
+    /// Resolve the caller's `exec` promise: the run's stream is open.
+    Resolve,
+    /// Reject the caller's `exec` promise with what request `request`
+    /// failed with, as the plain client would have rejected it.
+    Reject {
+        /// The request whose error the caller gets.
+        request: u32,
+    },
+    /// Run the command as a plain exec instead: the container cannot run it
+    /// durably, and it was not started.
+    Plain,
+    /// Print a line.
+    Log {
+        /// How to print it.
+        level: Level,
+        /// The text.
+        message: String,
+    },
+    /// Give the caller `delivery` through its status callback.
+    Deliver {
+        /// What the caller gets.
+        delivery: Delivery,
+    },
+    /// Nothing to do until `until_ms` or until a fact arrives; `None`: until
+    /// a fact arrives.
+    Wait {
+        /// When to poll again at the latest.
+        until_ms: Option<u64>,
+    },
+    /// The run is over for this process: abort anything in flight.
+    Done,
+}
+
+/// What the host saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurableFact {
+    /// The stream of request `request` opened.
+    Opened {
+        /// Which request.
+        request: u32,
+    },
+    /// The stream of request `request` ended: with its step's exit status
+    /// (`Some`) and what that step printed to stdout (only a finish step's
+    /// is kept), or with no status (`None`: closed, reset, or no pong),
+    /// `why` saying what the host saw.
+    Ended {
+        /// Which request.
+        request: u32,
+        /// The step's exit status, if a status arrived.
+        exit_code: Option<i64>,
+        /// The step's own stdout (a finish step's code).
+        stdout: String,
+        /// What the host saw when no status arrived.
+        why: String,
+    },
+    /// The set-up of request `request` failed before a stream opened (a
+    /// pod read failed).
+    Failed {
+        /// Which request.
+        request: u32,
+        /// What the error said.
+        facts: ErrorFacts,
+    },
+    /// The pod was read: `found` false for a 404.
+    Pod {
+        /// Which request.
+        request: u32,
+        /// Whether it exists.
+        found: bool,
+        /// Its `status.phase`.
+        phase: Option<String>,
+        /// Whether it is being deleted.
+        deleting: bool,
+    },
+    /// The hook process is being stopped (`signal`): stop the command.
+    Cancel {
+        /// The signal's name.
+        signal: String,
+    },
+    /// The caller closed the stream before its status: stop attaching, and
+    /// leave the command running, as closing a plain exec's stream does.
+    Closed,
+}

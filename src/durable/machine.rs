@@ -1,0 +1,1234 @@
+//! The machine of one durable exec ([`DurableRun`]).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd};
+use super::messages;
+use crate::call::{with_upgrade_status, FailureStage};
+use crate::classify::{classify, describe_answer, Class, ErrorFacts};
+use crate::config::Settings;
+use crate::millis;
+use crate::protocol::Level;
+use crate::random::RandomSource;
+use crate::retry::{Line, RequestNumbers};
+use crate::schedule::Backoff;
+
+/// What a durable exec is of: the pod, and the command (for the messages
+/// of its statuses).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DurableSpec {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The command, as the caller passed it.
+    pub command: Vec<String>,
+}
+
+/// How often an open stream is pinged.
+pub const PING_EVERY_MS: u64 = 5_000;
+// A clean-up or a kill gets one attempt of this long: the caller waits on it.
+const CLEANUP_TIMEOUT_MS: u64 = 5_000;
+const KILL_TIMEOUT_MS: u64 = 4_000;
+// Attempts are bounded by the time without a connection; this only bounds
+// a line whose steps keep failing at once.
+const MAX_ATTEMPTS: u32 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Starting or attached: the command's output is being read.
+    Running,
+    /// The command ended: its exit code is being read.
+    Finishing,
+    /// Its code is known: the run's folder is being removed.
+    Cleaning,
+    /// The hook process is being stopped: so is the command.
+    Killing,
+    /// Nothing more to do.
+    Over,
+}
+
+/// Time without a connection, from when it was lost.
+#[derive(Debug, Clone)]
+struct Disconnection {
+    since_ms: u64,
+    line: Line,
+    warned: bool,
+}
+
+/// One durable exec. Feed it facts with [`DurableRun::on_fact`] and take
+/// actions from [`DurableRun::poll`] until `Done`.
+#[derive(Debug, Clone)]
+pub struct DurableRun {
+    pod: String,
+    run: String,
+    setup_timeout_ms: u64,
+    pong_deadline_ms: u64,
+    limit_ms: u64,
+    backoff: Backoff,
+    retry_after_limit: Duration,
+    random: RandomSource,
+    numbers: RequestNumbers,
+    phase: Phase,
+    /// The step whose exec is out, and its request.
+    in_flight: Option<(u32, PodStep)>,
+    pod_read: Option<u32>,
+    /// The step to make next, and when.
+    next: Option<(PodStep, u64)>,
+    /// The run is known to be claimed: a start step's stream opened (its
+    /// script claims at once), or a look found the run.
+    claimed: bool,
+    /// A start may have reached the pod: the next try attaches first.
+    may_have_started: bool,
+    /// The caller's promise was resolved.
+    resolved: bool,
+    /// A start answered with a final 4xx: the caller's error, unless an
+    /// attach finds the run.
+    final_start_error: Option<u32>,
+    last_failed: Option<u32>,
+    last_error: String,
+    code: Option<Delivery>,
+    disconnected: Option<Disconnection>,
+    queue: VecDeque<DurableAction>,
+}
+
+impl DurableRun {
+    /// The run of `spec` under `settings`, at `now_ms`; `random` draws the
+    /// backoff's jitter. Its id comes from the operating system's
+    /// randomness whatever the seed: two runs must never share a folder.
+    pub fn new(
+        settings: &Settings,
+        spec: DurableSpec,
+        random: RandomSource,
+        now_ms: u64,
+    ) -> DurableRun {
+        let mut os = RandomSource::from_os();
+        let run = format!("{:016x}{:016x}", os.next_u64(), os.next_u64());
+        let calls = &settings.calls;
+        let backoff = Backoff {
+            deadline: calls.disconnect_limit,
+            max_attempts: MAX_ATTEMPTS,
+            last_attempt_at_deadline: false,
+            ..settings.backoff
+        };
+        DurableRun {
+            pod: format!("{}/{}", spec.namespace, spec.pod),
+            run,
+            setup_timeout_ms: millis(settings.request_timeout),
+            pong_deadline_ms: millis(calls.pong_deadline),
+            limit_ms: millis(calls.disconnect_limit),
+            backoff,
+            retry_after_limit: settings.max_retry_after,
+            random,
+            numbers: RequestNumbers::default(),
+            phase: Phase::Running,
+            in_flight: None,
+            pod_read: None,
+            next: Some((PodStep::Start, now_ms)),
+            claimed: false,
+            may_have_started: false,
+            resolved: false,
+            final_start_error: None,
+            last_failed: None,
+            last_error: String::new(),
+            code: None,
+            // Until the first stream opens, the run has no connection.
+            disconnected: Some(Disconnection {
+                since_ms: now_ms,
+                line: Line::new(backoff, now_ms),
+                warned: true,
+            }),
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run
+    }
+
+    /// Takes in one fact. A fact about a request that is not out (a late
+    /// report, a stream replaced) is ignored.
+    pub fn on_fact(&mut self, now_ms: u64, fact: DurableFact) {
+        if self.phase == Phase::Over {
+            return;
+        }
+        match fact {
+            DurableFact::Opened { request } => {
+                if let Some(step) = self.step_of(request) {
+                    self.opened(now_ms, step);
+                }
+            }
+            DurableFact::Ended {
+                request,
+                exit_code,
+                stdout,
+                why,
+            } => {
+                if let Some(step) = self.step_of(request) {
+                    self.in_flight = None;
+                    self.ended(now_ms, step, exit_code, &stdout, &why);
+                }
+            }
+            DurableFact::Failed { request, facts } => {
+                if self.pod_read == Some(request) {
+                    // The pod could not be read: nothing learnt; the
+                    // attempts go on.
+                    self.pod_read = None;
+                } else if let Some(step) = self.step_of(request) {
+                    self.in_flight = None;
+                    self.failed(now_ms, request, step, facts);
+                }
+            }
+            DurableFact::Pod {
+                request,
+                found,
+                phase,
+                deleting,
+            } => {
+                if self.pod_read == Some(request) {
+                    self.pod_read = None;
+                    self.pod(found, phase.as_deref(), deleting);
+                }
+            }
+            DurableFact::Cancel { signal } => self.cancel(&signal),
+            DurableFact::Closed => self.finish_with(None),
+        }
+    }
+
+    /// The next action.
+    pub fn poll(&mut self, now_ms: u64) -> DurableAction {
+        if let Some(action) = self.queue.pop_front() {
+            return action;
+        }
+        if self.phase == Phase::Over {
+            return DurableAction::Done;
+        }
+        let limit_at = self.limit_at();
+        if limit_at.is_some_and(|at| now_ms >= at) && self.phase != Phase::Killing {
+            self.give_up();
+            return self.poll(now_ms);
+        }
+        if self.in_flight.is_some() {
+            return DurableAction::Wait { until_ms: limit_at };
+        }
+        match self.next {
+            Some((step, at)) if at <= now_ms => {
+                self.next = None;
+                self.send(step)
+            }
+            Some((_, at)) => DurableAction::Wait {
+                until_ms: Some(limit_at.map_or(at, |l| l.min(at))),
+            },
+            None => DurableAction::Wait { until_ms: limit_at },
+        }
+    }
+
+    fn limit_at(&self) -> Option<u64> {
+        let d = self.disconnected.as_ref()?;
+        Some(d.since_ms.saturating_add(self.limit_ms))
+    }
+
+    fn step_of(&self, request: u32) -> Option<PodStep> {
+        match self.in_flight {
+            Some((r, step)) if r == request => Some(step),
+            _ => None,
+        }
+    }
+
+    fn send(&mut self, step: PodStep) -> DurableAction {
+        let request = self.numbers.give_out();
+        self.in_flight = Some((request, step));
+        let setup_timeout_ms = match step {
+            PodStep::Cleanup => CLEANUP_TIMEOUT_MS,
+            PodStep::Kill => KILL_TIMEOUT_MS,
+            _ => self.setup_timeout_ms,
+        };
+        DurableAction::Exec {
+            request,
+            step,
+            run: self.run.clone(),
+            setup_timeout_ms,
+            ping_every_ms: PING_EVERY_MS,
+            pong_deadline_ms: self.pong_deadline_ms,
+        }
+    }
+
+    fn opened(&mut self, now_ms: u64, step: PodStep) {
+        if matches!(step, PodStep::Start | PodStep::Attach | PodStep::Finish) {
+            // (A look's stream says nothing yet: it is over in a moment.)
+            if step == PodStep::Start {
+                self.claimed = true;
+                self.may_have_started = true;
+            }
+            if let Some(d) = self.disconnected.take() {
+                if !d.warned {
+                    let after = now_ms.saturating_sub(d.since_ms);
+                    self.log(Level::Info, messages::reattached(&self.pod, after));
+                }
+            }
+        }
+        // An attach that opens found nothing yet: the run's record is
+        // known only when it ends well or with NoRecord.
+        if !self.resolved && matches!(step, PodStep::Start | PodStep::Attach) {
+            self.resolved = true;
+            self.queue.push_back(DurableAction::Resolve);
+        }
+    }
+
+    fn ended(
+        &mut self,
+        now_ms: u64,
+        step: PodStep,
+        exit_code: Option<i64>,
+        stdout: &str,
+        why: &str,
+    ) {
+        let end = exit_code.map(StepEnd::of);
+        match (step, end) {
+            (PodStep::Cleanup, _) => {
+                let delivery = self.code.clone();
+                self.finish_with(delivery);
+            }
+            (PodStep::Kill, _) => self.finish_with(None),
+            (PodStep::Start | PodStep::Attach, Some(StepEnd::Done)) => {
+                self.may_have_started = true;
+                self.phase = Phase::Finishing;
+                self.next = Some((PodStep::Finish, now_ms));
+            }
+            (PodStep::Start, Some(StepEnd::NoFolder)) => self.fall_back(
+                "cannot make a folder for the run in its temp folder ($TMPDIR, else /tmp)",
+            ),
+            // Our own script never ran: the container could not run `sh`.
+            (PodStep::Start, Some(StepEnd::Other(126 | 127))) => self.fall_back("cannot run `sh`"),
+            (PodStep::Start, Some(StepEnd::Missing(name))) => {
+                self.fall_back(&format!("has no `{name}`"))
+            }
+            (PodStep::Look, Some(StepEnd::Done)) => {
+                self.claimed = true;
+                self.disconnected = None;
+                self.next = Some((PodStep::Attach, now_ms));
+            }
+            (PodStep::Look, Some(StepEnd::NoRecord)) => {
+                // Never claimed: no start reached the pod, so one may be made.
+                self.may_have_started = false;
+                match self.final_start_error {
+                    Some(request) => self.reject(request),
+                    None => self.lost(
+                        now_ms,
+                        why,
+                        Class::Transient {
+                            why: "no run".into(),
+                        },
+                    ),
+                }
+            }
+            (_, Some(StepEnd::NoRecord)) => {
+                self.fail("RunRecordMissing", messages::record_missing(&self.pod))
+            }
+            (PodStep::Finish, Some(StepEnd::Done)) => match exit_status(stdout) {
+                Some(0) => self.cleanup(Delivery::Success),
+                Some(code) => self.cleanup(Delivery::ExitCode(code)),
+                None => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
+            },
+            (_, Some(StepEnd::Other(code))) => {
+                let said = messages::step_broke(&self.pod, code);
+                self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+            }
+            (_, _) => self.lost(now_ms, why, Class::Transient { why: why.into() }),
+        }
+    }
+
+    fn failed(&mut self, now_ms: u64, request: u32, step: PodStep, facts: ErrorFacts) {
+        let facts = with_upgrade_status(facts);
+        let class = classify(&facts, now_ms, self.retry_after_limit);
+        self.last_error = describe_answer(&class, &facts);
+        self.last_failed = Some(request);
+        let stage = FailureStage::of(&facts);
+        match step {
+            PodStep::Cleanup => {
+                let delivery = self.code.clone();
+                self.finish_with(delivery);
+                return;
+            }
+            PodStep::Kill => {
+                self.finish_with(None);
+                return;
+            }
+            PodStep::Start => {
+                if !stage.never_reached() {
+                    self.may_have_started = true;
+                    if let FailureStage::Answered { status } = stage {
+                        if (400..500).contains(&status) && status != 408 && status != 429 {
+                            self.final_start_error = Some(request);
+                        }
+                    }
+                }
+            }
+            PodStep::Look | PodStep::Attach | PodStep::Finish => {
+                if let FailureStage::Answered { status } = stage {
+                    let final_answer =
+                        (400..500).contains(&status) && status != 408 && status != 429;
+                    if final_answer && !self.claimed {
+                        if let Some(first) = self.final_start_error {
+                            return self.reject(first);
+                        }
+                    }
+                    // The apiserver answers: is the pod still there?
+                    if self.pod_read.is_none() {
+                        let request = self.numbers.give_out();
+                        self.pod_read = Some(request);
+                        self.queue.push_back(DurableAction::ReadPod {
+                            request,
+                            timeout_ms: self.setup_timeout_ms,
+                        });
+                    }
+                }
+            }
+        }
+        let why = self.last_error.clone();
+        self.lost(now_ms, &why, class);
+    }
+
+    fn pod(&mut self, found: bool, phase: Option<&str>, deleting: bool) {
+        if !found {
+            self.fail("PodGone", messages::pod_gone(&self.pod));
+        } else if deleting || phase.is_some_and(|p| p != "Running") {
+            let phase = phase.unwrap_or("unknown");
+            self.fail("PodNotRunning", messages::pod_not_running(&self.pod, phase));
+        }
+    }
+
+    /// The connection is lost (or a step broke): try again, at once the
+    /// first time, then on the line's backoff, until the time without a
+    /// connection reaches its limit.
+    fn lost(&mut self, now_ms: u64, why: &str, class: Class) {
+        if self.phase == Phase::Over {
+            return;
+        }
+        let step = match self.phase {
+            Phase::Finishing => PodStep::Finish,
+            _ if self.claimed => PodStep::Attach,
+            // A start may have run: look for it before another is made.
+            _ if self.may_have_started => PodStep::Look,
+            _ => PodStep::Start,
+        };
+        if self.last_error.is_empty() || !why.is_empty() {
+            self.last_error = why.to_string();
+        }
+        match &mut self.disconnected {
+            None => {
+                self.disconnected = Some(Disconnection {
+                    since_ms: now_ms,
+                    line: Line::new(self.backoff, now_ms),
+                    warned: false,
+                });
+                self.log(Level::Warning, messages::cut(&self.pod, why));
+                self.next = Some((step, now_ms));
+            }
+            Some(d) => match d.line.next_delay(&class, now_ms, &mut self.random) {
+                Some(delay) => self.next = Some((step, now_ms.saturating_add(millis(delay)))),
+                None => self.give_up(),
+            },
+        }
+    }
+
+    fn give_up(&mut self) {
+        let message = messages::gave_up(
+            &self.pod,
+            self.limit_ms,
+            &self.last_error,
+            self.may_have_started,
+        );
+        self.fail("StreamLost", message);
+    }
+
+    fn cleanup(&mut self, delivery: Delivery) {
+        self.code = Some(delivery);
+        self.phase = Phase::Cleaning;
+        self.disconnected = None;
+        self.next = Some((PodStep::Cleanup, 0));
+    }
+
+    fn fall_back(&mut self, what: &str) {
+        self.log(Level::Warning, messages::fallback(&self.pod, what));
+        self.phase = Phase::Over;
+        self.queue.push_back(DurableAction::Plain);
+        self.queue.push_back(DurableAction::Done);
+    }
+
+    fn cancel(&mut self, signal: &str) {
+        if matches!(self.phase, Phase::Killing | Phase::Over) {
+            return;
+        }
+        if !self.may_have_started {
+            return self.finish_with(None);
+        }
+        self.log(Level::Warning, messages::cancelled(&self.pod, signal));
+        self.phase = Phase::Killing;
+        self.disconnected = None;
+        // The stream that is open stays open; the kill goes beside it.
+        self.in_flight = None;
+        self.next = Some((PodStep::Kill, 0));
+    }
+
+    fn reject(&mut self, request: u32) {
+        self.phase = Phase::Over;
+        self.queue.push_back(DurableAction::Reject { request });
+        self.queue.push_back(DurableAction::Done);
+    }
+
+    /// Ends with a failure: delivered when the caller's promise has
+    /// resolved, else the caller gets the last set-up's error.
+    fn fail(&mut self, reason: &'static str, message: String) {
+        if !self.resolved {
+            if let Some(request) = self.last_failed {
+                return self.reject(request);
+            }
+            self.resolved = true;
+            self.queue.push_back(DurableAction::Resolve);
+        }
+        self.finish_with(Some(Delivery::Failed { reason, message }));
+    }
+
+    fn finish_with(&mut self, delivery: Option<Delivery>) {
+        self.phase = Phase::Over;
+        if let Some(delivery) = delivery {
+            self.queue.push_back(DurableAction::Deliver { delivery });
+        }
+        self.queue.push_back(DurableAction::Done);
+    }
+
+    fn log(&mut self, level: Level, message: String) {
+        self.queue.push_back(DurableAction::Log { level, message });
+    }
+}
+
+/// The exit code a finish step printed: a whole number 0..=255.
+fn exit_status(stdout: &str) -> Option<i64> {
+    let text = stdout.trim();
+    if text.is_empty() || text.len() > 3 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok().filter(|c| (0..=255).contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    use super::*;
+    use crate::durable::UTILITIES;
+
+    const T0: u64 = 1_000_000;
+
+    fn settings() -> Settings {
+        let mut s = Settings::new();
+        s.calls.disconnect_limit = Duration::from_secs(60);
+        s.calls.pong_deadline = Duration::from_secs(15);
+        s
+    }
+
+    fn run() -> DurableRun {
+        let spec = DurableSpec {
+            namespace: "ci".into(),
+            pod: "job-pod".into(),
+            command: vec!["sh".into(), "-e".into(), "script.sh".into()],
+        };
+        DurableRun::new(&settings(), spec, RandomSource::seeded(7), T0)
+    }
+
+    /// Every action up to a wait or the end.
+    fn drain(r: &mut DurableRun, now: u64) -> Vec<DurableAction> {
+        let mut out = Vec::new();
+        for _ in 0..100 {
+            let a = r.poll(now);
+            let stop = matches!(a, DurableAction::Wait { .. } | DurableAction::Done);
+            out.push(a);
+            if stop {
+                return out;
+            }
+        }
+        panic!("no wait or end in 100 actions: {out:?}");
+    }
+
+    /// The exec asked for among `actions`: its request and step.
+    fn exec(actions: &[DurableAction]) -> Option<(u32, PodStep)> {
+        actions.iter().find_map(|a| match a {
+            DurableAction::Exec { request, step, .. } => Some((*request, *step)),
+            _ => None,
+        })
+    }
+
+    fn refused() -> ErrorFacts {
+        ErrorFacts {
+            codes: vec!["ECONNREFUSED".into()],
+            message: "connect ECONNREFUSED 127.0.0.1:6443".into(),
+            ..ErrorFacts::default()
+        }
+    }
+
+    fn answered(status: u16) -> ErrorFacts {
+        ErrorFacts {
+            status: Some(status),
+            message: format!("Unexpected server response: {status}"),
+            ..ErrorFacts::default()
+        }
+    }
+
+    fn timed_out() -> ErrorFacts {
+        ErrorFacts::own_timeout()
+    }
+
+    fn ended(request: u32, code: Option<i64>, stdout: &str) -> DurableFact {
+        DurableFact::Ended {
+            request,
+            exit_code: code,
+            stdout: stdout.into(),
+            why: if code.is_none() {
+                "the connection was lost".into()
+            } else {
+                String::new()
+            },
+        }
+    }
+
+    fn delivered(actions: &[DurableAction]) -> Option<Delivery> {
+        actions.iter().find_map(|a| match a {
+            DurableAction::Deliver { delivery } => Some(delivery.clone()),
+            _ => None,
+        })
+    }
+
+    fn logs(actions: &[DurableAction], level: Level) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                DurableAction::Log { level: l, message } if *l == level => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A run started and attached at T0: the request of its start.
+    fn started(r: &mut DurableRun) -> u32 {
+        let (start, step) = exec(&drain(r, T0)).unwrap();
+        assert_eq!(step, PodStep::Start);
+        r.on_fact(T0, DurableFact::Opened { request: start });
+        assert!(drain(r, T0).contains(&DurableAction::Resolve));
+        start
+    }
+
+    /// From the end of the output to the delivery: finish prints `code`.
+    fn finish(r: &mut DurableRun, attach: u32, at: u64, code: &str) -> Vec<DurableAction> {
+        r.on_fact(at, ended(attach, Some(0), ""));
+        let (fin, step) = exec(&drain(r, at)).unwrap();
+        assert_eq!(step, PodStep::Finish);
+        r.on_fact(at, DurableFact::Opened { request: fin });
+        r.on_fact(at, ended(fin, Some(0), code));
+        let (clean, step) = exec(&drain(r, at)).unwrap();
+        assert_eq!(
+            step,
+            PodStep::Cleanup,
+            "the run's files go before the code is given"
+        );
+        r.on_fact(at, DurableFact::Opened { request: clean });
+        r.on_fact(at, ended(clean, Some(0), ""));
+        drain(r, at)
+    }
+
+    #[test]
+    fn a_healthy_run_starts_once_reads_the_code_cleans_up_then_delivers_it() {
+        let mut r = run();
+        assert!(matches!(
+            r.clone().poll(T0),
+            DurableAction::Exec {
+                step: PodStep::Start,
+                setup_timeout_ms: 10_000,
+                ping_every_ms: 5_000,
+                pong_deadline_ms: 15_000,
+                ..
+            }
+        ));
+        let start = started(&mut r);
+        let end = finish(&mut r, start, T0 + 5, "3\n");
+        assert_eq!(delivered(&end), Some(Delivery::ExitCode(3)));
+        assert_eq!(end.last(), Some(&DurableAction::Done));
+        assert!(logs(&end, Level::Warning).is_empty());
+
+        let mut r = run();
+        let start = started(&mut r);
+        assert_eq!(
+            delivered(&finish(&mut r, start, T0, "0")),
+            Some(Delivery::Success)
+        );
+    }
+
+    #[test]
+    fn a_cut_reattaches_at_once_with_one_warning_and_one_line_and_never_starts_again() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0 + 100, ended(start, None, ""));
+        let after_cut = drain(&mut r, T0 + 100);
+        let warnings = logs(&after_cut, Level::Warning);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with("the exec stream of pod \"ci/job-pod\" was cut"),
+            "{}",
+            warnings[0]
+        );
+        assert!(warnings[0].contains(
+            "reattaching; the script is still running in the pod and will not be started again"
+        ));
+        let (attach, step) = exec(&after_cut).expect("reattached at once");
+        assert_eq!(step, PodStep::Attach);
+        // Refused for a while: attaches again and again, never a start.
+        let mut now = T0 + 100;
+        let mut request = attach;
+        for _ in 0..5 {
+            r.on_fact(
+                now,
+                DurableFact::Failed {
+                    request,
+                    facts: refused(),
+                },
+            );
+            let actions = drain(&mut r, now);
+            assert!(
+                logs(&actions, Level::Warning).is_empty(),
+                "one warning per cut"
+            );
+            let DurableAction::Wait {
+                until_ms: Some(until),
+            } = actions.last().unwrap()
+            else {
+                panic!("{actions:?}")
+            };
+            now = *until;
+            let (next, step) = exec(&drain(&mut r, now)).unwrap();
+            assert_eq!(step, PodStep::Attach);
+            request = next;
+        }
+        r.on_fact(now, DurableFact::Opened { request });
+        let back = drain(&mut r, now);
+        let lines = logs(&back, Level::Info);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("reattached to the script in pod \"ci/job-pod\" after "),
+            "{}",
+            lines[0]
+        );
+        assert!(!back.contains(&DurableAction::Resolve), "resolved once");
+        let end = finish(&mut r, request, now, "0");
+        assert_eq!(delivered(&end), Some(Delivery::Success));
+    }
+
+    #[test]
+    fn the_disconnection_limit_counts_time_without_a_connection_not_the_scripts_run_time() {
+        let mut r = run();
+        let start = started(&mut r);
+        // Attached for two hours, then cut: the whole minute is still there.
+        let cut_at = T0 + 2 * 3_600_000;
+        r.on_fact(cut_at, ended(start, None, ""));
+        let (mut request, _) = exec(&drain(&mut r, cut_at)).unwrap();
+        let mut now = cut_at;
+        let mut gave_up = None;
+        for _ in 0..200 {
+            r.on_fact(
+                now,
+                DurableFact::Failed {
+                    request,
+                    facts: refused(),
+                },
+            );
+            let actions = drain(&mut r, now);
+            if let Some(d) = delivered(&actions) {
+                gave_up = Some((now, d));
+                break;
+            }
+            let DurableAction::Wait {
+                until_ms: Some(until),
+            } = actions.last().unwrap()
+            else {
+                panic!("{actions:?}")
+            };
+            now = *until;
+            let actions = drain(&mut r, now);
+            if let Some(d) = delivered(&actions) {
+                gave_up = Some((now, d));
+                break;
+            }
+            request = exec(&actions).unwrap().0;
+        }
+        let (at, delivery) = gave_up.expect("gave up");
+        assert!(
+            at >= cut_at + 60_000 - 8_000 && at <= cut_at + 60_000,
+            "gave up {} ms after the cut",
+            at - cut_at
+        );
+        let Delivery::Failed { reason, message } = delivery else {
+            panic!()
+        };
+        assert_eq!(reason, "StreamLost");
+        assert!(
+            message.contains("ci/job-pod") && message.contains("may still be running"),
+            "{message}"
+        );
+        assert!(message.contains("ECONNREFUSED"), "{message}");
+    }
+
+    #[test]
+    fn a_set_up_that_hangs_past_the_limit_gives_up_at_the_limit() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, None, ""));
+        let actions = drain(&mut r, T0);
+        assert!(exec(&actions).is_some());
+        assert_eq!(
+            actions.last(),
+            Some(&DurableAction::Wait {
+                until_ms: Some(T0 + 60_000)
+            })
+        );
+        let end = drain(&mut r, T0 + 60_000);
+        assert!(
+            matches!(
+                delivered(&end),
+                Some(Delivery::Failed {
+                    reason: "StreamLost",
+                    ..
+                })
+            ),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn a_start_that_provably_never_reached_the_pod_is_made_again() {
+        let mut r = run();
+        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0,
+            DurableFact::Failed {
+                request: start,
+                facts: refused(),
+            },
+        );
+        let DurableAction::Wait {
+            until_ms: Some(until),
+        } = *drain(&mut r, T0).last().unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(exec(&drain(&mut r, until)).unwrap().1, PodStep::Start);
+    }
+
+    #[test]
+    fn a_start_that_may_have_reached_the_pod_is_looked_for_before_another_is_made() {
+        let mut r = run();
+        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0,
+            DurableFact::Failed {
+                request: start,
+                facts: timed_out(),
+            },
+        );
+        let DurableAction::Wait {
+            until_ms: Some(until),
+        } = *drain(&mut r, T0).last().unwrap()
+        else {
+            panic!()
+        };
+        let (attach, step) = exec(&drain(&mut r, until)).unwrap();
+        assert_eq!(step, PodStep::Look, "a look first: the start may have run");
+        // No run: nothing was claimed, a start may be made.
+        r.on_fact(until, DurableFact::Opened { request: attach });
+        r.on_fact(until, ended(attach, Some(98), ""));
+        let actions = drain(&mut r, until);
+        assert!(delivered(&actions).is_none(), "{actions:?}");
+        let DurableAction::Wait {
+            until_ms: Some(next),
+        } = *actions.last().unwrap()
+        else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(exec(&drain(&mut r, next)).unwrap().1, PodStep::Start);
+    }
+
+    #[test]
+    fn an_attach_that_finds_the_run_after_a_start_answered_with_a_status_follows_it() {
+        // A gateway answered 503 after forwarding the upgrade: the start ran.
+        let mut r = run();
+        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0,
+            DurableFact::Failed {
+                request: start,
+                facts: answered(503),
+            },
+        );
+        let DurableAction::Wait {
+            until_ms: Some(until),
+        } = *drain(&mut r, T0).last().unwrap()
+        else {
+            panic!()
+        };
+        let (look, step) = exec(&drain(&mut r, until)).unwrap();
+        assert_eq!(step, PodStep::Look);
+        r.on_fact(until, DurableFact::Opened { request: look });
+        r.on_fact(until, ended(look, Some(0), ""));
+        let (attach, step) = exec(&drain(&mut r, until)).unwrap();
+        assert_eq!(step, PodStep::Attach);
+        r.on_fact(until, DurableFact::Opened { request: attach });
+        assert!(drain(&mut r, until).contains(&DurableAction::Resolve));
+        assert_eq!(
+            delivered(&finish(&mut r, attach, until, "0")),
+            Some(Delivery::Success)
+        );
+    }
+
+    #[test]
+    fn a_start_refused_with_a_final_answer_is_the_callers_error_when_no_run_is_found() {
+        let mut r = run();
+        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0,
+            DurableFact::Failed {
+                request: start,
+                facts: answered(403),
+            },
+        );
+        let DurableAction::Wait {
+            until_ms: Some(until),
+        } = *drain(&mut r, T0).last().unwrap()
+        else {
+            panic!()
+        };
+        let (look, step) = exec(&drain(&mut r, until)).unwrap();
+        assert_eq!(step, PodStep::Look);
+        r.on_fact(
+            until,
+            DurableFact::Failed {
+                request: look,
+                facts: answered(403),
+            },
+        );
+        let end = drain(&mut r, until);
+        assert_eq!(
+            end,
+            vec![
+                DurableAction::Reject { request: start },
+                DurableAction::Done
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_record_after_the_start_ran_fails_and_never_starts_again() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, None, ""));
+        let (attach, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, DurableFact::Opened { request: attach });
+        r.on_fact(T0, ended(attach, Some(98), ""));
+        let end = drain(&mut r, T0);
+        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
+            panic!("{end:?}")
+        };
+        assert_eq!(reason, "RunRecordMissing");
+        assert!(
+            message.contains("is not started again") && message.contains("ci/job-pod"),
+            "{message}"
+        );
+        assert_eq!(end.last(), Some(&DurableAction::Done));
+        assert!(exec(&end).is_none());
+    }
+
+    #[test]
+    fn an_attach_answered_404_reads_the_pod_and_a_pod_gone_fails_at_once_naming_it() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(137), ""));
+        let (attach, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0 + 10,
+            DurableFact::Failed {
+                request: attach,
+                facts: answered(404),
+            },
+        );
+        let actions = drain(&mut r, T0 + 10);
+        let read = actions
+            .iter()
+            .find_map(|a| match a {
+                DurableAction::ReadPod { request, .. } => Some(*request),
+                _ => None,
+            })
+            .expect("the pod is read");
+        r.on_fact(
+            T0 + 20,
+            DurableFact::Pod {
+                request: read,
+                found: false,
+                phase: None,
+                deleting: false,
+            },
+        );
+        let end = drain(&mut r, T0 + 20);
+        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
+            panic!("{end:?}")
+        };
+        assert_eq!(reason, "PodGone");
+        assert!(message.contains("\"ci/job-pod\" is gone"), "{message}");
+    }
+
+    #[test]
+    fn a_pod_that_is_not_running_or_is_being_deleted_fails_and_a_running_one_is_attached_again() {
+        for (phase, deleting, fails) in [
+            ("Succeeded", false, true),
+            ("Running", true, true),
+            ("Running", false, false),
+        ] {
+            let mut r = run();
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, None, ""));
+            let (attach, _) = exec(&drain(&mut r, T0)).unwrap();
+            r.on_fact(
+                T0,
+                DurableFact::Failed {
+                    request: attach,
+                    facts: answered(400),
+                },
+            );
+            let actions = drain(&mut r, T0);
+            let read = actions
+                .iter()
+                .find_map(|a| match a {
+                    DurableAction::ReadPod { request, .. } => Some(*request),
+                    _ => None,
+                })
+                .unwrap();
+            r.on_fact(
+                T0,
+                DurableFact::Pod {
+                    request: read,
+                    found: true,
+                    phase: Some(phase.into()),
+                    deleting,
+                },
+            );
+            let after = drain(&mut r, T0);
+            match delivered(&after) {
+                Some(Delivery::Failed { reason, message }) => {
+                    assert!(fails, "{phase} {deleting}: {message}");
+                    assert_eq!(reason, "PodNotRunning");
+                    assert!(message.contains(phase), "{message}");
+                }
+                other => assert!(!fails && other.is_none(), "{phase} {deleting}: {after:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_container_without_a_utility_runs_the_exec_plainly_with_one_warning_naming_it() {
+        let index = UTILITIES.iter().position(|u| *u == "setsid").unwrap() as i64;
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(200 + index), ""));
+        let end = drain(&mut r, T0);
+        let warnings = logs(&end, Level::Warning);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("has no `setsid`") && warnings[0].contains("plain exec"),
+            "{}",
+            warnings[0]
+        );
+        assert_eq!(
+            end[end.len() - 2..],
+            [DurableAction::Plain, DurableAction::Done]
+        );
+        assert_eq!(StepEnd::of(96), StepEnd::NoFolder);
+        assert_eq!(
+            StepEnd::of(200 + UTILITIES.len() as i64),
+            StepEnd::Other(200 + UTILITIES.len() as i64)
+        );
+    }
+
+    #[test]
+    fn a_cut_while_the_code_is_read_reads_it_again() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(0), ""));
+        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Finish);
+        r.on_fact(T0, ended(fin, None, ""));
+        let (again, step) = exec(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Finish);
+        r.on_fact(T0, ended(again, Some(0), "garbage"));
+        let end = drain(&mut r, T0);
+        assert!(
+            matches!(
+                delivered(&end),
+                Some(Delivery::Failed {
+                    reason: "RunRecordMissing",
+                    ..
+                })
+            ),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn a_signal_kills_the_command_once_started_and_ends_at_once_before() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(
+            T0,
+            DurableFact::Cancel {
+                signal: "SIGTERM".into(),
+            },
+        );
+        let actions = drain(&mut r, T0);
+        let (kill, step) = exec(&actions).unwrap();
+        assert_eq!(step, PodStep::Kill);
+        // The attach that is still open ending changes nothing.
+        r.on_fact(T0, ended(start, None, ""));
+        assert!(exec(&drain(&mut r, T0)).is_none());
+        r.on_fact(T0, ended(kill, Some(0), ""));
+        assert_eq!(drain(&mut r, T0).last(), Some(&DurableAction::Done));
+
+        let mut r = run();
+        let _ = drain(&mut r, T0);
+        r.on_fact(
+            T0,
+            DurableFact::Cancel {
+                signal: "SIGINT".into(),
+            },
+        );
+        assert_eq!(drain(&mut r, T0), vec![DurableAction::Done]);
+    }
+
+    #[test]
+    fn closing_the_stream_stops_following_the_run_without_killing_it() {
+        let mut r = run();
+        let _ = started(&mut r);
+        r.on_fact(T0, DurableFact::Closed);
+        assert_eq!(drain(&mut r, T0), vec![DurableAction::Done]);
+    }
+
+    #[test]
+    fn late_reports_of_requests_no_longer_out_are_ignored() {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, None, ""));
+        let (attach, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, ended(start, Some(0), ""));
+        r.on_fact(T0, DurableFact::Opened { request: 999 });
+        assert_eq!(
+            drain(&mut r, T0),
+            vec![DurableAction::Wait {
+                until_ms: Some(T0 + 60_000)
+            }]
+        );
+        r.on_fact(T0, DurableFact::Opened { request: attach });
+        assert!(exec(&drain(&mut r, T0)).is_none());
+    }
+
+    #[test]
+    fn two_runs_never_share_an_id_whatever_the_seed() {
+        let (a, b) = (run(), run());
+        assert_ne!(a.run_id(), b.run_id());
+        assert_eq!(a.run_id().len(), 32);
+        assert!(a.run_id().bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    /// Whatever the host reports, in any order: once a start's stream has
+    /// opened (its script claims the run), no start is asked for again, a
+    /// delivery comes at most once and is the last thing before the end, and
+    /// the run ends within its limit of time without a connection.
+    #[test]
+    fn no_sequence_of_reports_starts_a_claimed_run_again() {
+        let mut dice = RandomSource::seeded(11);
+        for round in 0..300 {
+            let mut r = run();
+            let mut now = T0;
+            let mut out: Option<(u32, PodStep)> = None;
+            let mut pod_read = None;
+            let mut start_opened = false;
+            let mut deliveries = 0;
+            let mut ended_at = None;
+            for _ in 0..400 {
+                let actions = drain(&mut r, now);
+                for a in &actions {
+                    match a {
+                        DurableAction::Exec { request, step, .. } => {
+                            assert!(
+                                !(start_opened && *step == PodStep::Start),
+                                "round {round}: a claimed run was started again"
+                            );
+                            out = Some((*request, *step));
+                        }
+                        DurableAction::ReadPod { request, .. } => pod_read = Some(*request),
+                        DurableAction::Deliver { .. } => deliveries += 1,
+                        _ => {}
+                    }
+                }
+                if actions.last() == Some(&DurableAction::Done) {
+                    ended_at = Some(now);
+                    break;
+                }
+                now += dice.between(0, 3_000);
+                let fact = match (out, dice.between(0, 9)) {
+                    (_, 0) if pod_read.is_some() => DurableFact::Pod {
+                        request: pod_read.take().unwrap(),
+                        found: dice.between(0, 4) > 0,
+                        phase: Some("Running".into()),
+                        deleting: false,
+                    },
+                    (Some((request, step)), 1..=3) => {
+                        if step == PodStep::Start {
+                            start_opened = true;
+                        }
+                        DurableFact::Opened { request }
+                    }
+                    (Some((request, _)), 4..=5) => {
+                        let codes = [0, 1, 98, 137, 202];
+                        let code = codes[dice.between(0, codes.len() as u64 - 1) as usize];
+                        out = None;
+                        ended(
+                            request,
+                            if dice.between(0, 1) == 0 {
+                                None
+                            } else {
+                                Some(code)
+                            },
+                            "0",
+                        )
+                    }
+                    (Some((request, _)), 6..=8) => {
+                        let facts = [
+                            refused(),
+                            timed_out(),
+                            answered(503),
+                            answered(404),
+                            answered(403),
+                        ];
+                        out = None;
+                        DurableFact::Failed {
+                            request,
+                            facts: facts[dice.between(0, 4) as usize].clone(),
+                        }
+                    }
+                    _ => continue,
+                };
+                // A start whose stream opens claims the run (its script ran).
+                r.on_fact(now, fact);
+            }
+            assert!(deliveries <= 1, "round {round}: {deliveries} deliveries");
+            let _ = ended_at;
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! What a durable run says.
+
+fn seconds(ms: u64) -> String {
+    format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
+}
+
+/// The warning when the stream of a running script is cut.
+pub fn cut(pod: &str, why: &str) -> String {
+    format!(
+        "the exec stream of pod \"{pod}\" was cut ({why}); reattaching; the script is still running in the pod and will not be started again"
+    )
+}
+
+/// The line when the run is attached again.
+pub fn reattached(pod: &str, after_ms: u64) -> String {
+    format!(
+        "reattached to the script in pod \"{pod}\" after {}; its output goes on from where the stream was cut",
+        seconds(after_ms)
+    )
+}
+
+/// The give-up: no connection for the whole limit.
+pub fn gave_up(pod: &str, limit_ms: u64, last_error: &str, may_run: bool) -> String {
+    let state = if may_run {
+        "the script may still be running in the pod; its exit code is unknown"
+    } else {
+        "the script was not started"
+    };
+    format!(
+        "gave up reaching the script in pod \"{pod}\" after {} without a connection (last error: {last_error}): {state}",
+        seconds(limit_ms)
+    )
+}
+
+/// The pod went away while its script ran.
+pub fn pod_gone(pod: &str) -> String {
+    format!("the pod \"{pod}\" is gone (deleted) while its script ran: the script's exit code is unknown")
+}
+
+/// The pod is no longer running.
+pub fn pod_not_running(pod: &str, phase: &str) -> String {
+    format!("the pod \"{pod}\" is no longer running (phase {phase}, or being deleted) while its script ran: the script's exit code is unknown")
+}
+
+/// The run's record is gone from the pod.
+pub fn record_missing(pod: &str) -> String {
+    format!(
+        "the record of the script's run in pod \"{pod}\" is gone (the container was restarted, or its temp folder cleared): the script is not started again; its exit code is unknown"
+    )
+}
+
+/// A step of ours broke in a way that says nothing of the script.
+pub fn step_broke(pod: &str, code: i64) -> String {
+    format!("the pod-side reader of the script in pod \"{pod}\" ended with status {code}")
+}
+
+/// The container cannot run the command durably.
+pub fn fallback(pod: &str, what: &str) -> String {
+    format!(
+        "the container of pod \"{pod}\" {what}: this exec runs as a plain exec, whose script a cut stream can leave with its output and exit code lost"
+    )
+}
+
+/// The hook process was stopped.
+pub fn cancelled(pod: &str, signal: &str) -> String {
+    format!("stopped by {signal}: the script in pod \"{pod}\" was told to stop")
+}
+
+/// A plain exec (with stdin, a tty, or durable execs off) whose stream
+/// ended with no status: its outcome is unknown, never a success.
+pub fn plain_cut(pod: &str, why: &str) -> String {
+    format!(
+        "the exec stream of pod \"{pod}\" was cut before the command's status arrived ({why}): the command's outcome is unknown; it may have run in part or in whole"
+    )
+}

@@ -1,0 +1,26 @@
+//! Durable execs: a command with no stdin and no tty that survives its exec
+//! stream being cut ([`DurableRun`]).
+//!
+//! The command runs detached in the pod: a start exec claims the run
+//! (`mkdir` of its folder, so nothing can start it twice), launches it in a
+//! session of its own with stdin from `/dev/null` and stdout and stderr to
+//! files, and then, like every later attach exec, streams those files from
+//! the byte offsets the host has already received. When the command ends
+//! its exit code is written to a file; a finish exec reads it, a clean-up
+//! exec removes the run's folder, and only then is the code delivered to
+//! the caller, in client-node's `V1Status` shapes.
+//!
+//! The machine decides everything: which pod step comes next, when (the
+//! shared attempt line, [`crate::retry::Line`], restarted at each cut and
+//! bounded by the time without a connection), what each end of a step
+//! means, and every message. The host builds the pod-side shell commands
+//! from the steps it is asked for (`js-shim/pod-commands.js`), runs them,
+//! and reports facts.
+
+mod action;
+mod machine;
+mod messages;
+
+pub use action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd, UTILITIES};
+pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};
+pub use messages::plain_cut;

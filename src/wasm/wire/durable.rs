@@ -1,0 +1,192 @@
+//! A durable exec's wire shapes: the facts the host reports, the actions
+//! it takes, and the caller's status in client-node's `V1Status` shapes.
+
+use super::*;
+use crate::classify::ErrorFacts;
+use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep, UTILITIES};
+use crate::text::quoted;
+
+/// `field` of `v` as `W`, or `W::default()` when it is absent (`undefined`
+/// or `null`).
+fn optional<W: serde::de::DeserializeOwned + Default>(v: &JsValue, key: &str) -> Result<W, Bad> {
+    let value = field(v, key)?;
+    if value.is_undefined() || value.is_null() {
+        return Ok(W::default());
+    }
+    read(&value).map_err(|e| e.at(key))
+}
+
+/// The spec of a durable exec: `{namespace, pod, command}`, read field by
+/// field (a derived reader would cost the `.wasm` more than these lines).
+pub fn durable_spec(v: &JsValue) -> Result<DurableSpec, Bad> {
+    Ok(DurableSpec {
+        namespace: read_field(v, "namespace")?,
+        pod: read_field(v, "pod")?,
+        command: read_field(v, "command")?,
+    })
+}
+
+/// The facts of one step of a durable run: `{type, request, ...}` with the
+/// fields of its type (see [`DurableFact`]).
+pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
+    items(v, |f| {
+        let kind: String = read_field(&f, "type")?;
+        let request = || optional::<u32>(&f, "request");
+        Ok(match kind.as_str() {
+            "opened" => DurableFact::Opened {
+                request: request()?,
+            },
+            "ended" => DurableFact::Ended {
+                request: request()?,
+                // `as` saturates; a status is 0..=255 or a code of ours.
+                exit_code: optional::<Option<f64>>(&f, "exitCode")?.map(|c| c as i64),
+                stdout: optional(&f, "stdout")?,
+                why: optional(&f, "why")?,
+            },
+            "failed" => DurableFact::Failed {
+                request: request()?,
+                facts: optional::<ErrorFacts>(&f, "facts")?,
+            },
+            "pod" => DurableFact::Pod {
+                request: request()?,
+                found: optional(&f, "found")?,
+                phase: optional(&f, "phase")?,
+                deleting: optional(&f, "deleting")?,
+            },
+            "cancel" => DurableFact::Cancel {
+                signal: optional(&f, "signal")?,
+            },
+            "closed" => DurableFact::Closed,
+            other => {
+                let problem = format!(
+                    "{} (expected opened, ended, failed, pod, cancel or closed)",
+                    quoted(other)
+                );
+                return Err(Bad::new(problem).at("type"));
+            }
+        })
+    })
+}
+
+/// A fresh plain object of `pairs`, written key by key.
+fn object(pairs: &[(&str, JsValue)]) -> JsValue {
+    let o = js_sys::Object::new();
+    for (key, value) in pairs {
+        // Setting a key of a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
+}
+
+fn text(s: &str) -> JsValue {
+    JsValue::from_str(s)
+}
+
+fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+/// client-node's `V1Status` for `delivery`, as the apiserver sends it on
+/// the status channel; `command` is named in a non-zero exit's message, as
+/// the kubelet names it.
+pub fn status(delivery: &Delivery, command: &[String]) -> JsValue {
+    match delivery {
+        Delivery::Success => object(&[("metadata", object(&[])), ("status", text("Success"))]),
+        Delivery::ExitCode(code) => {
+            let message = format!(
+                "command terminated with non-zero exit code: error executing command [{}], exit code {code}",
+                command.join(" ")
+            );
+            let cause = object(&[
+                ("reason", text("ExitCode")),
+                ("message", text(&code.to_string())),
+            ]);
+            let details = object(&[("causes", js_sys::Array::of1(&cause).into())]);
+            failure(&message, "NonZeroExitCode", Some(details))
+        }
+        Delivery::Failed { reason, message } => failure(message, reason, None),
+    }
+}
+
+fn failure(message: &str, reason: &str, details: Option<JsValue>) -> JsValue {
+    let mut pairs = vec![
+        ("metadata", object(&[])),
+        ("status", text("Failure")),
+        ("message", text(message)),
+        ("reason", text(reason)),
+    ];
+    if let Some(details) = details {
+        pairs.push(("details", details));
+    }
+    object(&pairs)
+}
+
+/// A plain exec's status when its stream ended with none.
+pub fn unknown_status(message: String) -> JsValue {
+    failure(&message, "StreamCut", None)
+}
+
+fn step_name(step: PodStep) -> &'static str {
+    match step {
+        PodStep::Start => "start",
+        PodStep::Look => "look",
+        PodStep::Attach => "attach",
+        PodStep::Finish => "finish",
+        PodStep::Cleanup => "cleanup",
+        PodStep::Kill => "kill",
+    }
+}
+
+/// One action of a durable run, `command` for its statuses' messages:
+/// `{type, ...}` with the fields of [`DurableAction`], camelCase.
+pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
+    let kind = |name: &str| ("type", text(name));
+    match a {
+        DurableAction::Exec {
+            request,
+            step,
+            run,
+            setup_timeout_ms,
+            ping_every_ms,
+            pong_deadline_ms,
+        } => {
+            let utilities: js_sys::Array = UTILITIES.iter().map(|u| text(u)).collect();
+            object(&[
+                kind("exec"),
+                ("request", number(u64::from(*request))),
+                ("step", text(step_name(*step))),
+                ("run", text(run)),
+                ("setupTimeoutMs", number(*setup_timeout_ms)),
+                ("pingEveryMs", number(*ping_every_ms)),
+                ("pongDeadlineMs", number(*pong_deadline_ms)),
+                ("utilities", utilities.into()),
+            ])
+        }
+        DurableAction::ReadPod {
+            request,
+            timeout_ms,
+        } => object(&[
+            kind("readPod"),
+            ("request", number(u64::from(*request))),
+            ("timeoutMs", number(*timeout_ms)),
+        ]),
+        DurableAction::Resolve => object(&[kind("resolve")]),
+        DurableAction::Reject { request } => {
+            object(&[kind("reject"), ("request", number(u64::from(*request)))])
+        }
+        DurableAction::Plain => object(&[kind("plain")]),
+        DurableAction::Log { level, message } => object(&[
+            kind("log"),
+            ("level", text(level.name())),
+            ("message", text(message)),
+        ]),
+        DurableAction::Deliver { delivery } => {
+            object(&[kind("deliver"), ("status", status(delivery, command))])
+        }
+        DurableAction::Wait { until_ms } => object(&[
+            kind("wait"),
+            ("untilMs", until_ms.map_or(JsValue::NULL, number)),
+        ]),
+        DurableAction::Done => object(&[kind("done")]),
+    }
+}

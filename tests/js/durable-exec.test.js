@@ -1,0 +1,401 @@
+'use strict';
+// Durable execs (docs/CALLS.md, "Durable execs") through the real, installed
+// @kubernetes/client-node against the loopback apiserver with a real
+// container (podRoot: each exec a local process; a cut stream leaves it
+// running with its pipes closed; a deleted pod kills its processes). Each
+// rule gets a test: the script runs once (its own marker file counts its
+// starts), its output arrives whole and in order across cuts, its exit code
+// arrives in client-node's shapes, a stream with no status is never a
+// success, a deleted pod fails at once naming it, SIGTERM stops the
+// script's processes, a container without a utility runs the exec plainly
+// with a warning, and the run's files are removed.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Readable, Writable } = require('node:stream');
+
+const { consumer, k8s, preflight, NAMESPACE, fastEnv, setup, tempDir, waitFor } = require('./support/harness');
+
+const F = `[${consumer.flavour}]`;
+const POD = 'job-pod';
+const RUN_LIMIT_MS = 30_000;
+
+/** Fast settings, durable execs on: a pong deadline of 2 s, 20 s without a connection at most. */
+function durableEnv(overrides = {}) {
+  return fastEnv({ DURABLE_EXEC: 'on', EXEC_PONG_DEADLINE_MS: 2000, DURABLE_DISCONNECT_MS: 20_000, CALL_DEADLINE_MS: 20_000, ...overrides });
+}
+
+function capture() {
+  const lines = { warning: [], info: [], debug: [], error: [] };
+  const keep = (level) => (m) => lines[level].push(m);
+  lines.logger = { warning: keep('warning'), info: keep('info'), debug: keep('debug'), error: keep('error') };
+  return lines;
+}
+
+async function podServer(t, options = {}) {
+  const root = tempDir(t, 'durable-pods');
+  const env = await setup(t, { podRunningAfterMs: 0, podRoot: root, ...options });
+  env.server.seed('pods', NAMESPACE, { metadata: { name: POD, namespace: NAMESPACE }, spec: { containers: [{ name: 'job', image: 'debian' }] } });
+  env.folder = () => env.server.podFolder(NAMESPACE, POD);
+  return env;
+}
+
+function sink() {
+  const chunks = [];
+  const stream = new Writable({
+    write(chunk, _e, done) {
+      chunks.push(Buffer.from(chunk));
+      done();
+    },
+  });
+  stream.bytes = () => Buffer.concat(chunks);
+  return stream;
+}
+
+/**
+ * One exec as a hooks-style caller makes it: resolves with { status,
+ * stdout, stderr, closedBeforeStatus } when the status arrives, or when
+ * the socket closes with none (then status is null); bounded.
+ */
+function runExec(execApi, command, { stdin = null, pod = POD, onSocket } = {}) {
+  const out = sink();
+  const err = sink();
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const finish = (status) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ status, stdout: out.bytes(), stderr: err.bytes() });
+    };
+    const timer = setTimeout(() => reject(new Error(`no status and no close within ${RUN_LIMIT_MS} ms`)), RUN_LIMIT_MS);
+    Promise.resolve(execApi.exec(NAMESPACE, pod, 'job', command, out, err, stdin, false, finish)).then(
+      (socket) => {
+        if (onSocket) onSocket(socket);
+        socket.on('close', () => setTimeout(() => finish(null), 200));
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+// A script that counts its own starts, writes `lines` numbered lines to
+// stdout and to stderr with a pause between, and exits with `code`.
+function script({ lines = 6, pauseS = '0.3', code = 0, tag = 'run' } = {}) {
+  return [
+    'sh',
+    '-c',
+    `echo started >> ${tag}.starts; i=0; while [ $i -lt ${lines} ]; do echo "out $i $(printf '%0100d' $i)"; echo "err $i" >&2; i=$((i + 1)); sleep ${pauseS}; done; exit ${code}`,
+  ];
+}
+
+function expectedOutput(lines) {
+  let out = '';
+  let err = '';
+  for (let i = 0; i < lines; i++) {
+    out += `out ${i} ${String(i).padStart(100, '0')}\n`;
+    err += `err ${i}\n`;
+  }
+  return { out, err };
+}
+
+const starts = (folder, tag = 'run') => {
+  const file = path.join(folder, `${tag}.starts`);
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0;
+};
+
+/** The run folders left in the pod's temp folder. */
+const runFolders = (folder) => {
+  const dir = path.join(folder, 'tmp', 'k8s-auth-preflight');
+  return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+};
+
+/** The execs the server saw that were a durable exec's start step (they carry the caller's command). */
+const startSteps = (server) => server.execs.filter((e) => e.command[0] === 'sh' && e.command[3] === 'k8s-auth-preflight' && e.command.length > 7);
+
+test(`${F} a healthy durable exec gives what the plain client gives: the same bytes, the same status, exit 0 and exit 3`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  for (const code of [0, 3]) {
+    const command = script({ lines: 4, pauseS: '0.05', code, tag: `healthy-${code}` });
+    const a = await runExec(plain, command);
+    const b = await runExec(durable, command);
+    assert.deepEqual(b.status, a.status, `exit ${code}: the status`);
+    assert.equal(b.stdout.toString(), a.stdout.toString());
+    assert.equal(b.stderr.toString(), a.stderr.toString());
+    assert.equal(starts(env.folder(), `healthy-${code}`), 2, 'once by each client');
+  }
+  assert.equal(runFolders(env.folder()).length, 0, `the run's files are removed: ${runFolders(env.folder())}`);
+});
+
+test(`${F} a stream cut while the script runs: one warning, reattached, the output whole and in order, the exit code, the script started once`, async (t) => {
+  const env = await podServer(t);
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const run = runExec(durable, script({ lines: 10, code: 3 }));
+  await waitFor(() => starts(env.folder()) === 1, 5000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 700));
+  // Every connection to the apiserver cut, and refused for 2 s.
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 2000));
+  await env.server.setPhase('healthy');
+  const result = await run;
+  const expected = expectedOutput(10);
+  assert.equal(result.stdout.toString(), expected.out);
+  assert.equal(result.stderr.toString(), expected.err);
+  assert.equal(result.status.status, 'Failure');
+  assert.equal(result.status.reason, 'NonZeroExitCode');
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '3' }]);
+  assert.equal(starts(env.folder()), 1, 'the script ran once');
+  assert.equal(startSteps(env.server).length, 1, 'one start step reached the pod');
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /^the exec stream of pod "ci\/job-pod" was cut \(.+\); reattaching; the script is still running in the pod and will not be started again$/);
+  assert.equal(log.info.filter((l) => l.startsWith('reattached to the script in pod "ci/job-pod" after ')).length, 1, log.info.join('\n'));
+  assert.equal(runFolders(env.folder()).length, 0);
+});
+
+test(`${F} output larger than the pipes, cut twice: byte-identical, each byte once`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  // 2 MiB to stdout and 1 MiB to stderr, in pieces, over about 3 s.
+  const command = ['sh', '-c', 'echo x >> big.starts; i=0; while [ $i -lt 32 ]; do head -c 65536 /dev/zero | tr "\\0" "$((i % 10))"; head -c 32768 /dev/zero | tr "\\0" "e" >&2; i=$((i + 1)); sleep 0.1; done'];
+  const run = runExec(durable, command);
+  for (let cut = 0; cut < 2; cut++) {
+    await new Promise((r) => setTimeout(r, 900));
+    await env.server.setPhase('refuse');
+    await new Promise((r) => setTimeout(r, 300));
+    await env.server.setPhase('healthy');
+  }
+  const result = await run;
+  let want = '';
+  for (let i = 0; i < 32; i++) want += String(i % 10).repeat(65536);
+  assert.equal(result.stdout.length, want.length);
+  assert.ok(result.stdout.equals(Buffer.from(want)), 'stdout differs');
+  assert.ok(result.stderr.equals(Buffer.alloc(32 * 32768, 'e')), 'stderr differs');
+  assert.deepEqual(result.status, { metadata: {}, status: 'Success' });
+  assert.equal(starts(env.folder(), 'big'), 1);
+});
+
+test(`${F} a stream closed with no status: durable, it reattaches and succeeds whole; plain (durable off), it fails as unknown, never a success`, async (t) => {
+  const env = await podServer(t, { execResults: [{ contains: 'closes-quietly', closeWithoutStatus: true }] });
+  const command = script({ lines: 3, pauseS: '0.05', tag: 'closes-quietly' });
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const a = await runExec(durable, command);
+  assert.deepEqual(a.status, { metadata: {}, status: 'Success' });
+  assert.equal(a.stdout.toString(), expectedOutput(3).out);
+  assert.equal(starts(env.folder(), 'closes-quietly'), 1);
+
+  const off = preflight.resilientExec(env.kc, { env: durableEnv({ DURABLE_EXEC: 'off' }), logger: capture().logger });
+  const b = await runExec(off, command);
+  assert.ok(b.status, 'the caller got a status');
+  assert.equal(b.status.status, 'Failure');
+  assert.equal(b.status.reason, 'StreamCut');
+  assert.match(b.status.message, /^the exec stream of pod "ci\/job-pod" was cut before the command's status arrived \(.+\): the command's outcome is unknown/);
+
+  // Unwrapped, the same stream ends with no status at all.
+  const bare = await runExec(new k8s.Exec(env.kc), command);
+  assert.equal(bare.status, null);
+});
+
+test(`${F} not durable (durable off, or with stdin: a copy): a cut stream fails with the outcome unknown, and the caller's promise settles`, async (t) => {
+  const env = await podServer(t);
+  const off = preflight.resilientExec(env.kc, { env: durableEnv({ DURABLE_EXEC: 'off' }), logger: capture().logger });
+  const cases = [
+    ['durable off', off, script({ lines: 20, tag: 'off' }), null],
+    ['stdin', preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger }), ['sh', '-c', 'cat > copied.bin; echo x >> stdin.starts; sleep 5'], Readable.from([Buffer.alloc(1000, 1)])],
+  ];
+  for (const [name, api, command, stdin] of cases) {
+    const run = runExec(api, command, { stdin });
+    await new Promise((r) => setTimeout(r, 800));
+    await env.server.setPhase('refuse');
+    await new Promise((r) => setTimeout(r, 200));
+    await env.server.setPhase('healthy');
+    const result = await run;
+    assert.ok(result.status, `${name}: a status`);
+    assert.equal(result.status.status, 'Failure', name);
+    assert.equal(result.status.reason, 'StreamCut', name);
+    assert.match(result.status.message, /outcome is unknown/, name);
+  }
+});
+
+test(`${F} a silent connection (no pong) counts as a cut: the durable exec reattaches`, async (t) => {
+  const env = await podServer(t);
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv({ EXEC_PONG_DEADLINE_MS: 1000 }), logger: log.logger });
+  const run = runExec(durable, script({ lines: 50, pauseS: '0.3', tag: 'silent' }));
+  await waitFor(() => starts(env.folder(), 'silent') === 1, 5000, 'the script to start');
+  // The open stream goes silent (the server neither reads nor writes it):
+  // pings (every 5 s) go unanswered; after 11 s its socket is destroyed.
+  const frozen = freezeExecSockets(env.server);
+  await new Promise((r) => setTimeout(r, 11_000));
+  frozen.thaw();
+  const result = await run;
+  assert.equal(result.stdout.toString(), expectedOutput(50).out);
+  assert.deepEqual(result.status, { metadata: {}, status: 'Success' });
+  assert.ok(log.warning.some((w) => /no pong within 1000 ms/.test(w)), log.warning.join('\n'));
+  assert.equal(starts(env.folder(), 'silent'), 1);
+});
+
+/** Pauses every open exec socket of the server (no reads, no writes): a silent connection. */
+function freezeExecSockets(server) {
+  const sockets = server.openExecSockets ? server.openExecSockets() : [];
+  if (sockets.length === 0) throw new Error('the server cannot freeze its exec sockets');
+  for (const s of sockets) s.pause();
+  const cork = sockets.map((s) => {
+    const write = s.write;
+    s.write = () => true;
+    return () => {
+      s.write = write;
+    };
+  });
+  return {
+    thaw() {
+      for (const restore of cork) restore();
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+test(`${F} a pod deleted while its script runs: the step fails at once, naming the pod`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const run = runExec(durable, script({ lines: 100, tag: 'deleted' }));
+  await waitFor(() => starts(env.folder(), 'deleted') === 1, 5000, 'the script to start');
+  const core = env.kc.makeApiClient(k8s.CoreV1Api);
+  await core.deleteNamespacedPod({ namespace: NAMESPACE, name: POD, gracePeriodSeconds: 0 });
+  const deletedAt = performance.now();
+  const result = await run;
+  const tookMs = performance.now() - deletedAt;
+  assert.equal(result.status.status, 'Failure');
+  assert.equal(result.status.reason, 'PodGone');
+  assert.match(result.status.message, /the pod "ci\/job-pod" is gone/);
+  t.diagnostic(`failed ${Math.round(tookMs)} ms after the delete`);
+  assert.ok(tookMs < 10_000, `took ${tookMs} ms`);
+});
+
+test(`${F} SIGTERM to the hook process while its script runs: the script's processes in the pod are gone within 5 s`, async (t) => {
+  const env = await podServer(t);
+  const dir = tempDir(t, 'durable-sigterm');
+  const child = path.join(dir, 'hook.js');
+  fs.writeFileSync(
+    child,
+    [
+      "const { createRequire } = require('node:module');",
+      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
+      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
+      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
+      `const env = ${JSON.stringify(durableEnv())};`,
+      `resilientExec(kc, { env }).exec('ci', 'job-pod', 'job', ['sh', '-c', 'sleep 60 & echo $! > child.pid; echo $$ > main.pid; wait'], process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));`,
+    ].join('\n'),
+  );
+  const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  hook.stdout.on('data', (d) => (output += d));
+  hook.stderr.on('data', (d) => (output += d));
+  const exited = new Promise((resolve) => hook.on('exit', (code, signal) => resolve({ code, signal })));
+  t.after(() => hook.kill('SIGKILL'));
+  const pidFile = (name) => path.join(env.folder(), name);
+  await waitFor(() => fs.existsSync(pidFile('child.pid')) && fs.existsSync(pidFile('main.pid')), 10_000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 200));
+  const pids = ['child.pid', 'main.pid'].map((n) => Number(fs.readFileSync(pidFile(n), 'utf8').trim()));
+  for (const pid of pids) assert.ok(alive(pid), `${pid} runs before the signal`);
+  hook.kill('SIGTERM');
+  const signalledAt = performance.now();
+  await waitFor(() => pids.every((pid) => !alive(pid)), 5000, `the script's processes ${pids} to be gone (hook said: ${output})`);
+  t.diagnostic(`gone ${Math.round(performance.now() - signalledAt)} ms after SIGTERM`);
+  const { signal } = await exited;
+  assert.equal(signal, 'SIGTERM', 'the hook still ends by its signal');
+});
+
+function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+test(`${F} a container without setsid, or without a writable temp folder: one warning naming it, and the exec runs plainly (once)`, async (t) => {
+  const bin = tempDir(t, 'durable-bin');
+  for (const name of ['sh', 'mkdir', 'mkfifo', 'tail', 'head', 'wc', 'cat', 'mv', 'rm', 'sleep', 'printf']) {
+    const found = ['/usr/bin', '/bin'].map((d) => path.join(d, name)).find((p) => fs.existsSync(p));
+    if (found) fs.symlinkSync(found, path.join(bin, name));
+  }
+  const cases = [
+    [{ PATH: bin }, /has no `setsid`/],
+    [{ TMPDIR: '/proc/self' }, /cannot make a folder for the run/],
+  ];
+  for (const [podEnv, warned] of cases) {
+    const env = await podServer(t, { podEnv });
+    const log = capture();
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+    const result = await runExec(durable, script({ lines: 2, pauseS: '0', code: 4, tag: 'fallback' }));
+    assert.equal(log.warning.length, 1, log.warning.join('\n'));
+    assert.match(log.warning[0], warned);
+    assert.match(log.warning[0], /runs as a plain exec/);
+    assert.equal(result.status.reason, 'NonZeroExitCode');
+    assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '4' }]);
+    assert.equal(result.stdout.toString(), expectedOutput(2).out);
+    assert.equal(starts(env.folder(), 'fallback'), 1);
+  }
+});
+
+test(`${F} the caller closing the stream before the status stops following the run and leaves the command running, as a plain exec's close does`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  let socket;
+  const run = runExec(durable, ['sh', '-c', 'echo x >> closed.starts; sleep 1; echo after > closed.after'], { onSocket: (s) => (socket = s) });
+  await waitFor(() => socket && starts(env.folder(), 'closed') === 1, 5000, 'the script to start');
+  socket.close();
+  const result = await run;
+  assert.equal(result.status, null, 'no status after the caller closed');
+  await waitFor(() => fs.existsSync(path.join(env.folder(), 'closed.after')), 5000, 'the command to go on');
+});
+
+test(`${F} an exec refused for good (the pod does not exist): the caller gets the plain client's own rejection`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  const reasonOf = (p) => p.then(() => 'resolved', (e) => (e && (e.message || (e.error && e.error.message))) || String(e));
+  const a = await reasonOf(plain.exec(NAMESPACE, 'no-such-pod', 'job', ['true'], null, null, null, false, () => {}));
+  const b = await reasonOf(durable.exec(NAMESPACE, 'no-such-pod', 'job', ['true'], null, null, null, false, () => {}));
+  assert.notEqual(a, 'resolved');
+  assert.equal(b, a);
+});
+
+test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and reattached, the output whole, the exit code, once`, async (t) => {
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  if (!busybox) {
+    if (process.env.CI === 'true') assert.fail('busybox is missing: scripts/setup.sh --for-tests installs it');
+    t.skip('busybox is not installed (scripts/setup.sh --for-tests installs it)');
+    return;
+  }
+  const bin = tempDir(t, 'durable-busybox');
+  const installed = require('node:child_process').spawnSync(busybox, ['--install', '-s', bin]);
+  assert.equal(installed.status, 0, String(installed.stderr));
+  assert.equal(fs.realpathSync(path.join(bin, 'sh')), fs.realpathSync(busybox));
+  const env = await podServer(t, { podEnv: { PATH: bin } });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const run = runExec(durable, script({ lines: 10, code: 5, tag: 'busybox' }));
+  await waitFor(() => starts(env.folder(), 'busybox') === 1, 5000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 700));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 1000));
+  await env.server.setPhase('healthy');
+  const result = await run;
+  assert.equal(result.stdout.toString(), expectedOutput(10).out);
+  assert.equal(result.stderr.toString(), expectedOutput(10).err);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '5' }]);
+  assert.equal(starts(env.folder(), 'busybox'), 1);
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.equal(runFolders(env.folder()).length, 0);
+});
