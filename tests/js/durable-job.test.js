@@ -229,6 +229,8 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
 
   test('e: SIGTERM to the run_script_step hook while the script runs: the script\'s processes in the pod are gone within 5 s', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
+    // The script's own processes: the step script, its children, and the shells that started it (their command lines name it).
+    const isScripts = (p) => /\/_temp\/[0-9a-f-]{36}\.sh|\/step\.sh|^sleep 0\.6$|^dd /.test(p.cmdline);
     const j = await nsJob(t, {
       during: {
         script: async (ctx) => {
@@ -238,19 +240,32 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
           const sentAt = performance.now();
           ctx.proc.child.kill('SIGTERM');
           let left = before;
-          while (performance.now() - sentAt < PROCESSES_GONE_MS) {
+          let scriptGoneAfterMs = null;
+          let allGoneAfterMs = null;
+          // Bounded: the 5 s of the claim, then 10 s more to tell "late" from "never" in the report.
+          while (performance.now() - sentAt < PROCESSES_GONE_MS + 10_000) {
             left = await ctx.server.call('pids', { pod: ctx.pod });
-            if (left.length === 0) break;
+            const at = Math.round(performance.now() - sentAt);
+            if (scriptGoneAfterMs === null && !left.some(isScripts)) scriptGoneAfterMs = at;
+            if (left.length === 0) {
+              allGoneAfterMs = at;
+              break;
+            }
             await sleep(100);
           }
-          return { before, left, goneAfterMs: left.length === 0 ? Math.round(performance.now() - sentAt) : null };
+          return { before: before.map((p) => `${p.pid} ${p.cmdline.slice(0, 80)}`), left, scriptGoneAfterMs, allGoneAfterMs };
         },
       },
     });
     const d = faultRan(j);
-    t.diagnostic(`SIGTERM: ${d.before.length} pod processes before, gone after ${d.goneAfterMs} ms`);
+    const shown = (list) => list.map((p) => `${p.pid} ${JSON.stringify(p.cmdline.length > 300 ? `${p.cmdline.slice(0, 300)}…` : p.cmdline)}`).join('\n  ');
+    t.diagnostic(`SIGTERM: ${d.before.length} pod processes before; the script's gone after ${d.scriptGoneAfterMs} ms, all gone after ${d.allGoneAfterMs} ms`);
     assert.ok(d.before.length > 0, `no pod process was running when the SIGTERM went out\n${describeJob(j)}`);
-    assert.deepEqual(d.left, [], `the pod's processes still live ${PROCESSES_GONE_MS} ms after the SIGTERM: ${JSON.stringify(d.left)}\n${describeJob(j)}`);
+    assert.ok(d.scriptGoneAfterMs !== null && d.scriptGoneAfterMs <= PROCESSES_GONE_MS, `the script's processes still lived ${PROCESSES_GONE_MS} ms after the SIGTERM (gone after ${d.scriptGoneAfterMs} ms):\n  ${shown(d.left.filter(isScripts))}\n${describeJob(j)}`);
+    assert.ok(
+      d.allGoneAfterMs !== null && d.allGoneAfterMs <= PROCESSES_GONE_MS,
+      `the script's own processes were gone after ${d.scriptGoneAfterMs} ms, but pod processes were left ${d.allGoneAfterMs === null ? `15 s after the SIGTERM (still there when the test stopped looking)` : `until ${d.allGoneAfterMs} ms`}:\n  ${shown(d.left)}`,
+    );
     assert.equal(j.failedStep, 'script', describeJob(j));
   });
 
