@@ -229,14 +229,21 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
 
   test('e: SIGTERM to the run_script_step hook while the script runs: the script\'s processes in the pod are gone within 5 s', TEST_OPTIONS, async (t) => {
     if (!requireNetns(t)) return;
-    // The script's own processes: the step script, its children, and the shells that started it (their command lines name it).
-    const isScripts = (p) => /\/_temp\/[0-9a-f-]{36}\.sh|\/step\.sh|^sleep 0\.6$|^dd /.test(p.cmdline);
+    // The script's own processes: the session of the step script's shell
+    // (`sh -e …/step.sh`: the step's wrapper execs it) — the script, its
+    // children, and whatever started it in that session. Other pod processes
+    // (an exec's own shell, say) are counted apart.
+    let scriptSid = null;
+    const isScripts = (p) => p.sid === scriptSid;
     const j = await nsJob(t, {
       during: {
         script: async (ctx) => {
           await ctx.waitForScriptStart(SCRIPT_START_TIMEOUT_MS);
           await sleep(3000);
           const before = await ctx.server.call('pids', { pod: ctx.pod });
+          const shell = before.find((p) => /^sh -e \S*\/step\.sh$/.test(p.cmdline));
+          if (!shell) throw new Error(`no step script shell among the pod's processes: ${JSON.stringify(before)}`);
+          scriptSid = shell.sid;
           const sentAt = performance.now();
           ctx.proc.child.kill('SIGTERM');
           let left = before;
@@ -253,12 +260,12 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
             }
             await sleep(100);
           }
-          return { before: before.map((p) => `${p.pid} ${p.cmdline.slice(0, 80)}`), left, scriptGoneAfterMs, allGoneAfterMs };
+          return { scriptSid, before: before.map((p) => `${p.pid} sid ${p.sid} ${p.cmdline.slice(0, 80)}`), left, scriptGoneAfterMs, allGoneAfterMs };
         },
       },
     });
     const d = faultRan(j);
-    const shown = (list) => list.map((p) => `${p.pid} ${JSON.stringify(p.cmdline.length > 300 ? `${p.cmdline.slice(0, 300)}…` : p.cmdline)}`).join('\n  ');
+    const shown = (list) => list.map((p) => `${p.pid} (ppid ${p.ppid}, sid ${p.sid}) ${JSON.stringify(p.cmdline.length > 300 ? `${p.cmdline.slice(0, 300)}…` : p.cmdline)}`).join('\n  ');
     t.diagnostic(`SIGTERM: ${d.before.length} pod processes before; the script's gone after ${d.scriptGoneAfterMs} ms, all gone after ${d.allGoneAfterMs} ms`);
     assert.ok(d.before.length > 0, `no pod process was running when the SIGTERM went out\n${describeJob(j)}`);
     assert.ok(d.scriptGoneAfterMs !== null && d.scriptGoneAfterMs <= PROCESSES_GONE_MS, `the script's processes still lived ${PROCESSES_GONE_MS} ms after the SIGTERM (gone after ${d.scriptGoneAfterMs} ms):\n  ${shown(d.left.filter(isScripts))}\n${describeJob(j)}`);

@@ -18,7 +18,8 @@
 //   requests                 [{ route, status }] of every request so far
 //   objects { resource }     'namespace/name' of the pods or secrets now
 //   pids { pod }             the live processes of pod `pod` (namespace ci):
-//                            [{ pid, cmdline }], found by LOOPBACK_POD in /proc
+//                            [{ pid, ppid, pgid, sid, cmdline }], found by
+//                            LOOPBACK_POD in /proc (zombies are not listed)
 //   deletePod { name }       DELETE of the pod through the API (its processes
 //                            are killed as the server deletes it): the HTTP status
 //   closeOnceWithoutStatus { contains }
@@ -50,14 +51,19 @@ function livePids(pod) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     let environ;
     let cmdline = '';
+    let stat = '';
     try {
       environ = fs.readFileSync(`/proc/${entry}/environ`, 'latin1');
       cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'latin1');
     } catch {
       continue; // gone, or a zombie
     }
     const mark = environ.split('\0').find((kv) => kv.startsWith(`${MARKER}=`));
-    if (mark && mark.endsWith(suffix)) out.push({ pid: Number(entry), cmdline });
+    if (!mark || !mark.endsWith(suffix)) continue;
+    // After "(comm)": state ppid pgrp session ...
+    const [, ppid, pgid, sid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.push({ pid: Number(entry), ppid: Number(ppid), pgid: Number(pgid), sid: Number(sid), cmdline });
   }
   return out;
 }
