@@ -265,7 +265,7 @@ describe(`durable execs through whole jobs in a network namespace (client-node $
       },
     });
     const d = faultRan(j);
-    const shown = (list) => list.map((p) => `${p.pid} (ppid ${p.ppid}, sid ${p.sid}) ${JSON.stringify(p.cmdline.length > 300 ? `${p.cmdline.slice(0, 300)}…` : p.cmdline)}`).join('\n  ');
+    const shown = (list) => list.map((p) => `${p.pid} (ppid ${p.ppid}, sid ${p.sid}, waiting in ${p.wchan || '?'}) ${JSON.stringify(p.cmdline.length > 300 ? `${p.cmdline.slice(0, 300)}…` : p.cmdline)}`).join('\n  ');
     t.diagnostic(`SIGTERM: ${d.before.length} pod processes before; the script's gone after ${d.scriptGoneAfterMs} ms, all gone after ${d.allGoneAfterMs} ms`);
     assert.ok(d.before.length > 0, `no pod process was running when the SIGTERM went out\n${describeJob(j)}`);
     assert.ok(d.scriptGoneAfterMs !== null && d.scriptGoneAfterMs <= PROCESSES_GONE_MS, `the script's processes still lived ${PROCESSES_GONE_MS} ms after the SIGTERM (gone after ${d.scriptGoneAfterMs} ms):\n  ${shown(d.left.filter(isScripts))}\n${describeJob(j)}`);

@@ -18,7 +18,8 @@
 //   requests                 [{ route, status }] of every request so far
 //   objects { resource }     'namespace/name' of the pods or secrets now
 //   pids { pod }             the live processes of pod `pod` (namespace ci):
-//                            [{ pid, ppid, pgid, sid, cmdline }], found by
+//                            [{ pid, ppid, pgid, sid, wchan (where it sleeps
+//                            in the kernel), cmdline }], found by
 //                            LOOPBACK_POD in /proc (zombies are not listed)
 //   deletePod { name }       DELETE of the pod through the API (its processes
 //                            are killed as the server deletes it): the HTTP status
@@ -52,10 +53,12 @@ function livePids(pod) {
     let environ;
     let cmdline = '';
     let stat = '';
+    let wchan = '';
     try {
       environ = fs.readFileSync(`/proc/${entry}/environ`, 'latin1');
       cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
       stat = fs.readFileSync(`/proc/${entry}/stat`, 'latin1');
+      wchan = fs.readFileSync(`/proc/${entry}/wchan`, 'latin1');
     } catch {
       continue; // gone, or a zombie
     }
@@ -63,7 +66,7 @@ function livePids(pod) {
     if (!mark || !mark.endsWith(suffix)) continue;
     // After "(comm)": state ppid pgrp session ...
     const [, ppid, pgid, sid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.push({ pid: Number(entry), ppid: Number(ppid), pgid: Number(pgid), sid: Number(sid), cmdline });
+    out.push({ pid: Number(entry), ppid: Number(ppid), pgid: Number(pgid), sid: Number(sid), wchan, cmdline });
   }
   return out;
 }
