@@ -166,7 +166,10 @@ async function jobsOnOwnServers(runs) {
 
 test(`with the resilient clients, a whole job rides through a 25 s refused stall wherever it starts; each script runs once, nothing is made twice or left (client-node ${clientVersion})`, { timeout: RIDE_TEST_TIMEOUT_MS }, async (t) => {
   const places = Object.keys(PLACES);
-  const jobs = await jobsOnOwnServers(places.map((place) => ({ place, env: { JOB_CLIENTS: 'resilient' } })));
+  // Durable execs off: this server's execs run nothing (no podRoot), so the
+  // durable pod commands cannot work here; they are proven against real
+  // processes in tests/js/durable-exec.test.js and durable-job.test.js.
+  const jobs = await jobsOnOwnServers(places.map((place) => ({ place, env: { JOB_CLIENTS: 'resilient', ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC: 'off' } })));
   for (const j of jobs) {
     t.diagnostic(`${j.place}: ${j.ok ? 'ok' : `FAILED in ${j.failedStep}`}, ${j.apiCalls} API calls; ${stepTimes(j)}`);
   }

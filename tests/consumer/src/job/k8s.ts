@@ -158,14 +158,29 @@ export interface ExecResult {
   stderr: string;
 }
 
+/** Where an exec's output goes when it is not collected: the hook's own stdout and stderr, as the hooks' script step does. */
+export interface ExecSinks {
+  stdout: Writable;
+  stderr: Writable;
+}
+
+/** A failed exec's status as one line: its message, with the exit code from details.causes when the message does not say it. */
+function statusMessage(status: V1Status): string {
+  const message = status.message || 'exec failed';
+  const code = status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message;
+  return code && !message.includes(`exit code ${code}`) ? `${message} (exit code ${code})` : message;
+}
+
 /**
  * One exec in the job container. Resolves on status Success; rejects with
  * an Error carrying the status message on any other status, with what the
  * exec client rejected with (unchanged: for a failed upgrade, not an Error)
  * when the connection was not made, and with an Error when the stream closed
  * before any status (the hooks would wait for a heartbeat timeout there).
+ * With `sinks` the output is written there as it comes (and the result's
+ * stdout and stderr are empty); else it is collected.
  */
-export async function execInPod(job: Job, pod: string, command: string[], stdin?: Buffer): Promise<ExecResult> {
+export async function execInPod(job: Job, pod: string, command: string[], stdin?: Buffer, sinks?: ExecSinks): Promise<ExecResult> {
   const out = collector();
   const err = collector();
   const input = stdin === undefined ? null : Readable.from([stdin]);
@@ -175,11 +190,11 @@ export async function execInPod(job: Job, pod: string, command: string[], stdin?
       if (settled) return;
       settled = true;
       if (status.status === 'Success') resolve({ stdout: out.text(), stderr: err.text() });
-      else reject(new Error(status.message || 'exec failed'));
+      else reject(new Error(statusMessage(status)));
     };
     job.clients
       .newExec()
-      .exec(job.namespace, pod, JOB_CONTAINER, command, out.stream, err.stream, input, false, onStatus)
+      .exec(job.namespace, pod, JOB_CONTAINER, command, sinks ? sinks.stdout : out.stream, sinks ? sinks.stderr : err.stream, input, false, onStatus)
       .then((socket: { on?: (event: string, listener: () => void) => unknown }) => {
         socket.on?.('close', () => {
           // The status callback runs before the socket closes; nothing came.
@@ -198,7 +213,12 @@ export async function execInPod(job: Job, pod: string, command: string[], stdin?
   });
 }
 
-/** A tar-like archive of the files under `dir` (name, size, bytes for each), for a copy's stdin. */
+/**
+ * An archive of the folders and files under `dir`, for a copy's stdin: for
+ * each, its relative path (a folder's ending in '/'), a newline, its size in
+ * bytes, a newline, its bytes and a newline. unpackCommand reads it with sh
+ * and head alone.
+ */
 export function archiveOf(dir: string): Buffer {
   const parts: Buffer[] = [];
   const walk = (folder: string): void => {
@@ -206,15 +226,42 @@ export function archiveOf(dir: string): Buffer {
     for (const name of fs.readdirSync(folder).sort()) {
       const full = path.join(folder, name);
       const stat = fs.statSync(full);
-      if (stat.isDirectory()) walk(full);
-      else if (stat.isFile()) {
+      const relative = path.relative(dir, full).split(path.sep).join('/');
+      if (stat.isDirectory()) {
+        parts.push(Buffer.from(`${relative}/\n0\n\n`));
+        walk(full);
+      } else if (stat.isFile()) {
         const data = fs.readFileSync(full);
-        parts.push(Buffer.from(`${path.relative(dir, full)}\n${data.length}\n`), data, Buffer.from('\n'));
+        parts.push(Buffer.from(`${relative}\n${data.length}\n`), data, Buffer.from('\n'));
       }
     }
   };
   walk(dir);
   return Buffer.concat(parts);
+}
+
+const shQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The command that unpacks archiveOf's format from stdin into `podDir` (made
+ * when missing): sh's read for the two header lines, head -c for the bytes
+ * (it reads no further than it is asked to from a pipe). It prints each
+ * path as it goes, as tar xv does.
+ */
+export function unpackCommand(podDir: string): string[] {
+  const script = [
+    `mkdir -p ${shQuote(podDir)} && cd ${shQuote(podDir)} || exit 1`,
+    'while IFS= read -r name && IFS= read -r size; do',
+    '  printf "%s\\n" "$name"',
+    '  case "$name" in',
+    '    */) mkdir -p "$name" || exit 1 ;;',
+    '    */*) mkdir -p "${name%/*}" && head -c "$size" > "$name" || exit 1 ;;',
+    '    *) head -c "$size" > "$name" || exit 1 ;;',
+    '  esac',
+    '  head -c 1 > /dev/null',
+    'done',
+  ].join('\n');
+  return ['sh', '-c', script];
 }
 
 function listingCommand(dir: string): string[] {
@@ -246,7 +293,7 @@ async function withCopyRetries(what: string, attempt: () => Promise<unknown>): P
 
 /** Copies the files under `localDir` into `podDir` (an exec with the archive on stdin), then lists them. */
 export async function copyToPod(job: Job, pod: string, localDir: string, podDir: string): Promise<void> {
-  const command = ['sh', '-c', `tar xf - --no-same-owner -C '${podDir}'`];
+  const command = unpackCommand(podDir);
   await withCopyRetries('cpToPod', () => execInPod(job, pod, command, archiveOf(localDir)));
   await verifyListing(job, pod, podDir);
 }

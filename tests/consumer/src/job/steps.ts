@@ -36,6 +36,15 @@ function podTimeoutSeconds(): number {
   return Number.isInteger(value) && value > 0 ? value : DEFAULT_POD_TIMEOUT_S;
 }
 
+/**
+ * The work folder in the job container: JOB_POD_WORK, default /__w (the
+ * hooks' volume). The loopback apiserver's real processes take a folder of
+ * the pod's own here, never the host's /__w.
+ */
+function podWork(): string {
+  return process.env.JOB_POD_WORK || '/__w';
+}
+
 /** The runner's work folder: the parent of RUNNER_WORKSPACE. */
 function workFolder(): string {
   const workspace = process.env.RUNNER_WORKSPACE;
@@ -73,7 +82,7 @@ export async function prepareJob(job: Job, args: PrepareArgs, responseFile: stri
     throw new Error(`pod failed to come online with error: ${describeError(error)}`);
   }
 
-  await copyToPod(job, podName, workFolder(), '/__w');
+  await copyToPod(job, podName, workFolder(), podWork());
 
   let isAlpine = true;
   try {
@@ -99,7 +108,7 @@ function writeStepScript(args: ScriptArgs): { localPath: string; podPath: string
   const localPath = path.join(workFolder(), '_temp', name);
   fs.mkdirSync(path.dirname(localPath), { recursive: true });
   fs.writeFileSync(localPath, `${lines.join('\n')}\n`);
-  return { localPath, podPath: `/__w/_temp/${name}` };
+  return { localPath, podPath: `${podWork()}/_temp/${name}` };
 }
 
 export async function runScriptStep(job: Job, args: ScriptArgs, state: { jobPod?: string }): Promise<void> {
@@ -108,10 +117,11 @@ export async function runScriptStep(job: Job, args: ScriptArgs, state: { jobPod?
   const script = writeStepScript(args);
   const localTemp = path.join(workFolder(), '_temp');
 
-  await execInPod(job, pod, ['sh', '-c', 'mkdir -p /__w/_temp /__w/_temp_pre']);
-  await copyToPod(job, pod, localTemp, '/__w/_temp_pre');
+  const work = shellQuote(podWork());
+  await execInPod(job, pod, ['sh', '-c', `mkdir -p ${work}/_temp ${work}/_temp_pre`]);
+  await copyToPod(job, pod, localTemp, `${podWork()}/_temp_pre`);
   try {
-    await execInPod(job, pod, ['sh', '-c', 'cp -a /__w/_temp_pre/. /__w/_temp/ && rm -rf /__w/_temp_pre']);
+    await execInPod(job, pod, ['sh', '-c', `cp -a ${work}/_temp_pre/. ${work}/_temp/ && rm -rf ${work}/_temp_pre`]);
   } catch (error) {
     throw new Error(`failed to merge temp dirs: ${describeError(error)}`);
   }
@@ -120,7 +130,8 @@ export async function runScriptStep(job: Job, args: ScriptArgs, state: { jobPod?
   // The runner counts this command in the apiserver's exec log.
   process.stdout.write(`script exec: ${JSON.stringify(command)}\n`);
   try {
-    await execInPod(job, pod, command);
+    // The script's output goes straight to the hook's stdout and stderr, as it comes.
+    await execInPod(job, pod, command, undefined, { stdout: process.stdout, stderr: process.stderr });
   } catch (error) {
     throw new Error(`failed to run script step: ${describeError(error)}`);
   } finally {
@@ -128,7 +139,7 @@ export async function runScriptStep(job: Job, args: ScriptArgs, state: { jobPod?
   }
 
   try {
-    await copyFromPod(job, pod, '/__w/_temp/_runner_file_commands', localTemp);
+    await copyFromPod(job, pod, `${podWork()}/_temp/_runner_file_commands`, localTemp);
   } catch {
     process.stdout.write('::warning::Failed to copy _temp from pod\n');
   }
