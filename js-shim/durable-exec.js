@@ -17,6 +17,8 @@ const { withAbortSignal } = require('./host');
 
 // setTimeout's own limit; longer waits wake and look again.
 const MAX_TIMER_MS = 0x7fffffff;
+// How long a status waits for the caller's streams to take the output before it.
+const FLUSH_WAIT_MS = 10_000;
 // What a finish step prints (an exit code) is short; more is not kept.
 const FINISH_OUTPUT_CAP = 64;
 
@@ -108,6 +110,10 @@ function durableExec(machine, io, args) {
   const clock = state.clock;
   return new Promise((resolvePromise, rejectPromise) => {
     const received = { out: 0, err: 0 };
+    // The caller's streams' last writes: a status is given once they are
+    // flushed (a caller that exits on the status must not lose the output
+    // that came just before it).
+    const flushed = { out: Promise.resolve(), err: Promise.resolve() };
     const counts = () => ({ receivedOut: received.out, receivedErr: received.err });
     const errors = new Map();
     const live = new Map();
@@ -155,7 +161,7 @@ function durableExec(machine, io, args) {
           write(chunk, _encoding, done) {
             if (!dead && forward) {
               received[key] += chunk.length;
-              if (target) target.write(chunk);
+              if (target) flushed[key] = writeTo(target, chunk);
             } else if (!dead && step === 'finish' && key === 'out' && finishOut.length < FINISH_OUTPUT_CAP) {
               finishOut += chunk.toString('latin1');
             }
@@ -305,6 +311,7 @@ function durableExec(machine, io, args) {
                 state.logger[action.level](action.message);
                 break;
               case 'deliver':
+                await flushedWithin(Promise.all([flushed.out, flushed.err]), FLUSH_WAIT_MS);
                 deliver(action.status);
                 // The caller has what it waited for; the clean-up goes on
                 // behind it, and a signal now stops nothing.
@@ -345,6 +352,25 @@ function durableExec(machine, io, args) {
       else deliver({ metadata: {}, status: 'Failure', reason: 'InternalError', message: `k8s-auth-preflight: ${error && error.message}` });
     });
   });
+}
+
+/** `chunk` written to `target`; resolves once it is flushed (or failed). */
+function writeTo(target, chunk) {
+  return new Promise((resolve) => {
+    try {
+      target.write(chunk, () => resolve());
+    } catch {
+      resolve();
+    }
+  });
+}
+
+function flushedWithin(promise, ms) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** The exit status a step's status says: a Failure without one is a shell that could not run (127). */

@@ -55,12 +55,16 @@ const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done"';
 // second (a `sleep` without fractions sleeps 1 s).
 const ATTACH = [
   DRAIN,
+  // The run is done (another reader wrote it, or a kill): send what is left
+  // past the offsets, and exit with the code if that adds up.
+  'over(){ read -r c so se <"$d/done";[ -f "$d/out" ]&&drain;[ "$so" = "$o" ]&&[ "$se" = "$e" ]&&exit "$c";exit 97;}',
   '[ -d "$d" ]||exit 98',
-  'if [ -s "$d/done" ];then read -r c so se <"$d/done";[ -f "$d/out" ]&&drain;[ "$so" = "$o" ]&&[ "$se" = "$e" ]&&exit "$c";exit 97;fi',
+  '[ -s "$d/done" ]&&over',
   'exec 3<>"$d/wake"',
   'q=0',
   'while :;do',
   '[ -d "$d" ]||exit 98',
+  '[ -s "$d/done" ]&&over',
   `if [ -s "$d/code" ];then drain;read -r c <"$d/code";[ -s "$d/done" ]||${DONE};exit "$c";fi`,
   'drain',
   '[ "$m" = 1 ]&&q=0',
