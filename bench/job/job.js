@@ -25,7 +25,10 @@ function jobSteps() {
   return steps;
 }
 
-function hookInput(step, work, state) {
+// Each script step's script (real pods only): it counts its own runs.
+const stepScript = (podWork) => `echo "step $STEP ran" >> "${podWork}/step-$STEP.runs"\necho "hello from step $STEP"\n`;
+
+function hookInput(step, work, state, podWork = null) {
   const responseFile = path.join(work, '_temp', '_runner_hook_responses', `${step.command}-${step.index || 0}.json`);
   const input = { command: step.command, responseFile, state: state || {}, args: {} };
   if (step.command === 'prepare_job') {
@@ -33,11 +36,12 @@ function hookInput(step, work, state) {
       container: { image: 'node:20', registry: { serverUrl: 'https://registry.example', username: 'ci', password: 'pull-token' } },
     };
   } else if (step.command === 'run_script_step') {
+    const root = podWork || '/__w';
     input.args = {
       entryPoint: 'bash',
-      entryPointArgs: ['-e', `/__w/_temp/step-${step.index}.sh`],
+      entryPointArgs: ['-e', `${root}/_temp/step-${step.index}.sh`],
       environmentVariables: { STEP: String(step.index) },
-      workingDirectory: '/__w/repo/repo',
+      workingDirectory: `${root}/repo/repo`,
     };
   }
   return { input, responseFile };
@@ -70,7 +74,8 @@ function newRunnerName() {
  * hook processes' JOB_CLIENTS (how the job makes its clients, see
  * tests/consumer/src/job/clients.ts); `env` adds to their environment.
  * Resolves { mode, runner, place, stallMs, ok, failedStep, message, steps,
- * apiCalls, reviewCalls, scriptExecs, leftPods, leftSecrets, ms, stall }.
+ * apiCalls, reviewCalls, scriptExecs, stepRuns (with real pods: each
+ * script's own count of its runs), leftPods, leftSecrets, ms, stall }.
  */
 async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs = 0, env = {}, stepTimeoutMs = DEFAULT_STEP_TIMEOUT_MS, track, runner = newRunnerName() }) {
   const { server, kubeconfig } = jobServer;
@@ -81,6 +86,12 @@ async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs
   fs.mkdirSync(path.join(work, '_temp', '_runner_file_commands'), { recursive: true });
   fs.mkdirSync(home, { recursive: true });
   fs.writeFileSync(path.join(work, 'repo', 'repo', 'README.md'), `the workspace of ${runner}\n`);
+  // A real pod: its work folder is in the pod's folder (never the host's
+  // /__w), and the step scripts the runner would have put in _temp are there.
+  const podWork = jobServer.podRoot ? path.join(jobServer.podRoot, 'ci', `${runner}-workflow`, 'w') : null;
+  if (podWork) {
+    for (let i = 1; i <= SCRIPT_STEPS; i++) fs.writeFileSync(path.join(work, '_temp', `step-${i}.sh`), stepScript(podWork));
+  }
   const stepEnv = {
     PATH: process.env.PATH,
     HOME: home,
@@ -90,6 +101,7 @@ async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs
     ACTIONS_RUNNER_POD_NAME: runner,
     ACTIONS_RUNNER_KUBERNETES_NAMESPACE: 'ci',
     ...(mode ? { JOB_CLIENTS: mode } : {}),
+    ...(podWork ? { JOB_POD_WORK: podWork } : {}),
     ...env,
   };
 
@@ -106,7 +118,7 @@ async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs
         steps.push({ label: step.label, skipped: true });
         continue;
       }
-      const { input, responseFile } = hookInput(step, work, state);
+      const { input, responseFile } = hookInput(step, work, state, podWork);
       stall.beforeStep(step.label);
       const r = await runProcess(process.execPath, ['index.js'], {
         cwd: bundleDir,
@@ -133,8 +145,14 @@ async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs
     .map((s) => {
       if (s.skipped || !s.scriptCommand) return null; // never got as far as its script
       const key = JSON.stringify(s.scriptCommand);
-      return execs.filter((e) => JSON.stringify(e.command) === key).length;
+      return execs.filter((e) => JSON.stringify(e.command) === key || JSON.stringify(durableCommand(e.command)) === key).length;
     });
+  // What each script says of itself: how many times it ran (real pods only).
+  const runsOf = (i) => {
+    const file = path.join(podWork, `step-${i}.runs`);
+    return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0;
+  };
+  const stepRuns = podWork ? Array.from({ length: SCRIPT_STEPS }, (_, i) => runsOf(i + 1)) : null;
   const mine = (name) => name.startsWith(`ci/${runner}-`);
   return {
     mode: stepEnv.JOB_CLIENTS || 'plain',
@@ -150,6 +168,7 @@ async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs
     execCalls: requests.filter((r) => r.route === 'exec pods').length,
     execs,
     scriptExecs,
+    stepRuns,
     leftPods: server.objects('pods').filter(mine),
     leftSecrets: server.objects('secrets').filter(mine),
     createdPods: server.objectLog.filter((e) => e.op === 'create' && e.resource === 'pods' && e.code === 201 && e.name.startsWith(`${runner}-`)).length,
@@ -159,4 +178,15 @@ async function runJob({ jobServer, bundleDir, mode = null, place = null, stallMs
   };
 }
 
-module.exports = { runJob, jobSteps, newRunnerName, SCRIPT_STEPS };
+/**
+ * The caller's command inside a durable exec's start step (`sh -c <script>
+ * k8s-auth-preflight <run> <out> <err> <n> <n ids> <command...>`), or null
+ * for any other exec: a start step is where a command starts.
+ */
+function durableCommand(command) {
+  if (command.length < 8 || command[0] !== 'sh' || command[3] !== 'k8s-auth-preflight' || !command[2].includes('setsid sh -c')) return null;
+  const n = Number(command[7]);
+  return Number.isInteger(n) ? command.slice(8 + n) : null;
+}
+
+module.exports = { runJob, jobSteps, newRunnerName, durableCommand, SCRIPT_STEPS };

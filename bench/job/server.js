@@ -24,18 +24,27 @@ const START_ATTEMPTS = 10;
 /** The ports of this process's job servers that are not closed yet. */
 const livePorts = new Set();
 
-/** Resolves { server, kubeconfig, dir, close() }. */
-async function startJobApiServer({ podRunningAfterMs = 2000 } = {}) {
+/**
+ * Resolves { server, kubeconfig, dir, podRoot, close() }. With `realPods`
+ * every exec is a real process in its pod's folder under `podRoot`
+ * (apiserver-container.js), as durable execs need; without it the execs run
+ * nothing.
+ */
+async function startJobApiServer({ podRunningAfterMs = 2000, realPods = false } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-server-'));
+  const podRoot = realPods ? path.join(dir, 'pods') : null;
   let server = null;
   for (let i = 0; i < START_ATTEMPTS && !server; i++) {
-    const candidate = await startApiServer({ token: TOKEN, namespace: NAMESPACE, role: fullRole(), podRunningAfterMs });
+    const candidate = await startApiServer({ token: TOKEN, namespace: NAMESPACE, role: fullRole(), podRunningAfterMs, ...(podRoot ? { podRoot } : {}) });
     if (livePorts.has(candidate.port)) await candidate.close();
     else server = candidate;
   }
-  if (!server) throw new Error(`no free port for a job apiserver after ${START_ATTEMPTS} attempts`);
+  if (!server) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw new Error(`no free port for a job apiserver after ${START_ATTEMPTS} attempts`);
+  }
   const port = server.port;
   livePorts.add(port);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'preflight-job-server-'));
   const kubeconfig = server.writeKubeconfig(path.join(dir, 'kubeconfig'));
   const close = async () => {
     try {
@@ -45,7 +54,7 @@ async function startJobApiServer({ podRunningAfterMs = 2000 } = {}) {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   };
-  return { server, kubeconfig, dir, close };
+  return { server, kubeconfig, dir, podRoot, close };
 }
 
 module.exports = { startJobApiServer, NAMESPACE };

@@ -152,9 +152,10 @@ async function jobsOnOwnServers(runs) {
   const worker = async () => {
     while (next < runs.length) {
       const i = next++;
-      const own = await startJobApiServer({ podRunningAfterMs: 1500 });
+      const own = await startJobApiServer({ podRunningAfterMs: 1500, realPods: runs[i].realPods });
       try {
-        results[i] = await runJob({ jobServer: own, bundleDir: run.dir, stepTimeoutMs: RIDE_STEP_TIMEOUT_MS, stallMs: RIDE_STALL_MS, ...runs[i] });
+        const { realPods, ...options } = runs[i];
+        results[i] = await runJob({ jobServer: own, bundleDir: run.dir, stepTimeoutMs: RIDE_STEP_TIMEOUT_MS, stallMs: RIDE_STALL_MS, ...options });
       } finally {
         await own.close();
       }
@@ -166,10 +167,9 @@ async function jobsOnOwnServers(runs) {
 
 test(`with the resilient clients, a whole job rides through a 25 s refused stall wherever it starts; each script runs once, nothing is made twice or left (client-node ${clientVersion})`, { timeout: RIDE_TEST_TIMEOUT_MS }, async (t) => {
   const places = Object.keys(PLACES);
-  // Durable execs off: this server's execs run nothing (no podRoot), so the
-  // durable pod commands cannot work here; they are proven against real
-  // processes in tests/js/durable-exec.test.js and durable-job.test.js.
-  const jobs = await jobsOnOwnServers(places.map((place) => ({ place, env: { JOB_CLIENTS: 'resilient', ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC: 'off' } })));
+  // Durable execs on (the default): every exec is a real process in the
+  // pod's folder, and each script counts its own runs.
+  const jobs = await jobsOnOwnServers(places.map((place) => ({ place, realPods: true, env: { JOB_CLIENTS: 'resilient' } })));
   for (const j of jobs) {
     t.diagnostic(`${j.place}: ${j.ok ? 'ok' : `FAILED in ${j.failedStep}`}, ${j.apiCalls} API calls; ${stepTimes(j)}`);
   }
@@ -178,6 +178,7 @@ test(`with the resilient clients, a whole job rides through a 25 s refused stall
     assert.ok(j.stall.fired, `${j.place}: the stall never started`);
     assert.ok(j.ok, what);
     assert.deepEqual(j.scriptExecs, [1, 1, 1], what);
+    assert.deepEqual(j.stepRuns, [1, 1, 1], `${what}\neach script's own count of its runs`);
     assert.deepEqual({ pods: j.createdPods, secrets: j.createdSecrets }, { pods: 1, secrets: 1 }, what);
     assert.deepEqual({ pods: j.leftPods, secrets: j.leftSecrets }, { pods: [], secrets: [] }, what);
   }
