@@ -11,7 +11,7 @@ use crate::protocol::Level;
 /// to start a session). The start step exits with `200 + index` of the
 /// first one missing, before it claims anything.
 pub const UTILITIES: &[&str] = &[
-    "mkdir", "mkfifo", "setsid", "tail", "head", "wc", "cat", "mv", "rm", "sleep",
+    "mkdir", "mkfifo", "setsid", "tail", "head", "wc", "cat", "rm", "sleep",
 ];
 
 /// One pod-side step of a run, each an exec of `sh -c` the host builds.
