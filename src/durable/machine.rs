@@ -744,6 +744,17 @@ mod tests {
         }
     }
 
+    /// Request `request` failed with `facts` at `now`: when the next try is.
+    fn fail_then_wait(r: &mut DurableRun, now: u64, request: u32, facts: ErrorFacts) -> u64 {
+        r.on_fact(now, DurableFact::Failed { request, facts });
+        match *drain(r, now).last().unwrap() {
+            DurableAction::Wait {
+                until_ms: Some(until),
+            } => until,
+            ref other => panic!("{other:?}"),
+        }
+    }
+
     fn delivered(actions: &[DurableAction]) -> Option<Delivery> {
         actions.iter().find_map(|a| match a {
             DurableAction::Deliver { delivery } => Some(delivery.clone()),
@@ -964,19 +975,7 @@ mod tests {
     fn a_start_that_provably_never_reached_the_pod_is_made_again() {
         let mut r = run();
         let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-        r.on_fact(
-            T0,
-            DurableFact::Failed {
-                request: start,
-                facts: refused(),
-            },
-        );
-        let DurableAction::Wait {
-            until_ms: Some(until),
-        } = *drain(&mut r, T0).last().unwrap()
-        else {
-            panic!()
-        };
+        let until = fail_then_wait(&mut r, T0, start, refused());
         assert_eq!(exec(&drain(&mut r, until)).unwrap().1, PodStep::Start);
     }
 
@@ -984,19 +983,7 @@ mod tests {
     fn a_start_that_may_have_reached_the_pod_is_looked_for_before_another_is_made() {
         let mut r = run();
         let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-        r.on_fact(
-            T0,
-            DurableFact::Failed {
-                request: start,
-                facts: timed_out(),
-            },
-        );
-        let DurableAction::Wait {
-            until_ms: Some(until),
-        } = *drain(&mut r, T0).last().unwrap()
-        else {
-            panic!()
-        };
+        let until = fail_then_wait(&mut r, T0, start, timed_out());
         let (attach, step) = exec(&drain(&mut r, until)).unwrap();
         assert_eq!(step, PodStep::Look, "a look first: the start may have run");
         // No run: nothing was claimed, a start may be made.
@@ -1018,19 +1005,7 @@ mod tests {
         // A gateway answered 503 after forwarding the upgrade: the start ran.
         let mut r = run();
         let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-        r.on_fact(
-            T0,
-            DurableFact::Failed {
-                request: start,
-                facts: answered(503),
-            },
-        );
-        let DurableAction::Wait {
-            until_ms: Some(until),
-        } = *drain(&mut r, T0).last().unwrap()
-        else {
-            panic!()
-        };
+        let until = fail_then_wait(&mut r, T0, start, answered(503));
         let (look, step) = exec(&drain(&mut r, until)).unwrap();
         assert_eq!(step, PodStep::Look);
         r.on_fact(until, DurableFact::Opened { request: look });
@@ -1049,19 +1024,7 @@ mod tests {
     fn a_start_refused_with_a_final_answer_is_the_callers_error_when_no_run_is_found() {
         let mut r = run();
         let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-        r.on_fact(
-            T0,
-            DurableFact::Failed {
-                request: start,
-                facts: answered(403),
-            },
-        );
-        let DurableAction::Wait {
-            until_ms: Some(until),
-        } = *drain(&mut r, T0).last().unwrap()
-        else {
-            panic!()
-        };
+        let until = fail_then_wait(&mut r, T0, start, answered(403));
         let (look, step) = exec(&drain(&mut r, until)).unwrap();
         assert_eq!(step, PodStep::Look);
         r.on_fact(

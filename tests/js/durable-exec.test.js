@@ -284,19 +284,7 @@ test(`${F} a pod deleted while its script runs: the step fails at once, naming t
 
 test(`${F} SIGTERM to the hook process while its script runs: the script's processes in the pod are gone within 5 s`, async (t) => {
   const env = await podServer(t);
-  const dir = tempDir(t, 'durable-sigterm');
-  const child = path.join(dir, 'hook.js');
-  fs.writeFileSync(
-    child,
-    [
-      "const { createRequire } = require('node:module');",
-      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
-      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
-      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
-      `const env = ${JSON.stringify(durableEnv())};`,
-      `resilientExec(kc, { env }).exec('ci', 'job-pod', 'job', ['sh', '-c', 'sleep 60 & echo $! > child.pid; echo $$ > main.pid; wait'], process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));`,
-    ].join('\n'),
-  );
+  const child = hookScript(t, env, ['sh', '-c', 'sleep 60 & echo $! > child.pid; echo $$ > main.pid; wait']);
   const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   hook.stdout.on('data', (d) => (output += d));
@@ -315,6 +303,24 @@ test(`${F} SIGTERM to the hook process while its script runs: the script's proce
   const { signal } = await exited;
   assert.equal(signal, 'SIGTERM', 'the hook still ends by its signal');
 });
+
+/** A hook process's script: one durable exec of `command` through the installed package, its lines and status printed. */
+function hookScript(t, env, command) {
+  const child = path.join(tempDir(t, 'durable-hook'), 'hook.js');
+  fs.writeFileSync(
+    child,
+    [
+      "const { createRequire } = require('node:module');",
+      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
+      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
+      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
+      `const env = ${JSON.stringify(durableEnv())};`,
+      "const logger = { debug() {}, info: (m) => console.log('info', m), warning: (m) => console.log('warning', m), error: (m) => console.log('error', m) };",
+      `resilientExec(kc, { env, logger }).exec('ci', 'job-pod', 'job', ${JSON.stringify(command)}, process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));`,
+    ].join('\n'),
+  );
+  return child;
+}
 
 function alive(pid) {
   try {
@@ -502,20 +508,7 @@ test(`${F} output reaches the caller soon after it is written: what was printed 
 
 test(`${F} SIGTERM while the apiserver is briefly unreachable: the stop is retried, and the command is gone once the hook has exited`, async (t) => {
   const env = await podServer(t);
-  const dir = tempDir(t, 'durable-sigterm-outage');
-  const child = path.join(dir, 'hook.js');
-  fs.writeFileSync(
-    child,
-    [
-      "const { createRequire } = require('node:module');",
-      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
-      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
-      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
-      `const env = ${JSON.stringify(durableEnv())};`,
-      "const logger = { debug() {}, info: (m) => console.log('info', m), warning: (m) => console.log('warning', m), error: (m) => console.log('error', m) };",
-      "resilientExec(kc, { env, logger }).exec('ci', 'job-pod', 'job', ['sh', '-c', 'echo $$ > cmd.pid; sleep 60'], process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));",
-    ].join('\n'),
-  );
+  const child = hookScript(t, env, ['sh', '-c', 'echo $$ > cmd.pid; sleep 60']);
   const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   hook.stdout.on('data', (d) => (output += d));
