@@ -26,5 +26,13 @@
 // The parts are in bench/job/: bundle.js (the ncc bundle of src/job.ts),
 // server.js (one apiserver per job), stalls.js (where a stall starts),
 // job.js (one job), table.js, main.js (the wiring).
+//
+//   node bench/job.js --mid-script [--faults ...] [--durations ...] [--modes ...]
+//       [--concurrency 6] [--healthy-runs 15] [--write]
+// is the other bench: one job per (fault, duration, mode) with a real
+// network fault (REJECT, tcp-reset, DROP) in the middle of a long script, in
+// network namespaces, and what a durable exec costs a healthy step: see the
+// header of bench/job/mid-script.js.
 
-require('./job/main');
+if (process.argv.includes('--mid-script')) require('./job/mid-script');
+else require('./job/main');

@@ -10,7 +10,10 @@
 // The step script (stepScript) writes a known 1 MiB pattern to stdout and a
 // different one to stderr, 32 KiB of each every 0.6 s (about 20 s), from
 // pattern files the job's workspace carries into the pod; it appends a line
-// to <pod work>/marker each time it starts, and exits STEP_EXIT (default 0).
+// to <pod work>/marker each time it starts, and `end <code>` to <pod
+// work>/ended as it exits STEP_EXIT (default 0). A longer script (the mid-script
+// bench, bench/job/mid-script.js): runNsJob's `script: { chunks, pauseS }`
+// writes the same 1 MiB in `chunks` pieces, `pauseS` apart.
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -53,19 +56,28 @@ function patterns() {
 
 const shQuote = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The step script for the pod work folder `podWork` (absolute). sh and coreutils only. */
-function stepScript(podWork) {
+/**
+ * The step script for the pod work folder `podWork` (absolute). sh and
+ * coreutils only. `chunks` (a divisor of 1 MiB that leaves whole 64-byte
+ * lines) and `pauseS` set its length: (chunks - 1) * pauseS seconds and a bit.
+ */
+function stepScript(podWork, { chunks = CHUNKS, pauseS = CHUNK_PAUSE } = {}) {
+  const chunkBytes = PATTERN_BYTES / chunks;
+  if (!Number.isInteger(chunks) || chunks < 1 || !Number.isInteger(chunkBytes) || chunkBytes % LINE_BYTES) throw new RangeError(`chunks must divide ${PATTERN_BYTES} into whole lines, got ${chunks}`);
+  const pause = String(pauseS);
+  if (!/^\d+(\.\d+)?$/.test(pause)) throw new RangeError(`pauseS must be a plain number of seconds, got ${JSON.stringify(pauseS)}`);
   const w = shQuote(podWork);
   return [
     `w=${w}`,
     'echo "start $$" >> "$w/marker"',
     'i=0',
-    `while [ "$i" -lt ${CHUNKS} ]; do`,
-    `  dd if="$w/repo/repo/pattern.out" bs=${CHUNK_BYTES} skip="$i" count=1 status=none`,
-    `  dd if="$w/repo/repo/pattern.err" bs=${CHUNK_BYTES} skip="$i" count=1 status=none >&2`,
+    `while [ "$i" -lt ${chunks} ]; do`,
+    `  dd if="$w/repo/repo/pattern.out" bs=${chunkBytes} skip="$i" count=1 status=none`,
+    `  dd if="$w/repo/repo/pattern.err" bs=${chunkBytes} skip="$i" count=1 status=none >&2`,
     '  i=$((i + 1))',
-    `  if [ "$i" -lt ${CHUNKS} ]; then sleep ${CHUNK_PAUSE}; fi`,
+    `  if [ "$i" -lt ${chunks} ]; then sleep ${pause}; fi`,
     'done',
+    'echo "end ${STEP_EXIT:-0}" >> "$w/ended"',
     'exit "${STEP_EXIT:-0}"',
     '',
   ].join('\n');
@@ -209,9 +221,10 @@ function readStep(r) {
  * startedAtMs, waitForScriptStart(timeoutMs), waitForExec(predicate,
  * timeoutMs) }. What it resolves (or the Error it threw) is in the result's
  * `during`. `exitCode` is the script's; `extraFiles(workspaceDir)` may add
- * files to the workspace (copied into the pod by prepare_job).
+ * files to the workspace (copied into the pod by prepare_job); `script`
+ * ({ chunks, pauseS }, stepScript) makes the script longer or shorter.
  */
-async function runNsJob({ ns, server, bundleDir, podRoot, env = {}, stepTimeoutMs, exitCode = 0, during = {}, extraFiles, runner = newRunnerName() }) {
+async function runNsJob({ ns, server, bundleDir, podRoot, env = {}, stepTimeoutMs, exitCode = 0, during = {}, extraFiles, script: scriptShape, runner = newRunnerName() }) {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-job-'));
   const work = path.join(base, '_work');
   const home = path.join(base, 'home');
@@ -226,7 +239,7 @@ async function runNsJob({ ns, server, bundleDir, podRoot, env = {}, stepTimeoutM
   fs.writeFileSync(path.join(workspace, 'README.md'), `the workspace of ${runner}\n`);
   fs.writeFileSync(path.join(workspace, 'pattern.out'), out);
   fs.writeFileSync(path.join(workspace, 'pattern.err'), err);
-  fs.writeFileSync(path.join(workspace, 'step.sh'), stepScript(podWork));
+  fs.writeFileSync(path.join(workspace, 'step.sh'), stepScript(podWork, scriptShape));
   if (extraFiles) extraFiles(workspace);
 
   const stepEnv = {
