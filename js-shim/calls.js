@@ -12,8 +12,6 @@ const { errorDescriber, textRedactor } = require('./facts');
 const { CallGaveUpError } = require('./errors');
 const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } = require('./host');
 const { credentialFacts } = require('./credential');
-const { watchStream } = require('./stream-watch');
-const { durableExec } = require('./durable-exec');
 
 /**
  * What errors of calls through `kc` must hide: its credentials, as they
@@ -414,6 +412,9 @@ const noReadBack = () => Promise.reject(new Error('a connection has nothing to r
  * client-node's own socket.
  */
 function resilientExec(kc, options) {
+  // Loaded here: a step answered from the cache never makes an exec.
+  const { watchStream } = require('./stream-watch');
+  const { durableExec } = require('./durable-exec');
   const k8s = require('@kubernetes/client-node');
   const core = require('../pkg/k8s_auth_preflight.js');
   const state = callPolicy(kc, options);

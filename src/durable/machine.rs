@@ -744,6 +744,12 @@ mod tests {
         }
     }
 
+    fn sigterm() -> DurableFact {
+        DurableFact::Cancel {
+            signal: "SIGTERM".into(),
+        }
+    }
+
     /// Request `request` failed with `facts` at `now`: when the next try is.
     fn fail_then_wait(r: &mut DurableRun, now: u64, request: u32, facts: ErrorFacts) -> u64 {
         r.on_fact(now, DurableFact::Failed { request, facts });
@@ -1259,12 +1265,7 @@ mod tests {
     fn a_signal_kills_the_command_once_started_and_ends_at_once_before() {
         let mut r = run();
         let start = started(&mut r);
-        r.on_fact(
-            T0,
-            DurableFact::Cancel {
-                signal: "SIGTERM".into(),
-            },
-        );
+        r.on_fact(T0, sigterm());
         let actions = drain(&mut r, T0);
         let (kill, step) = exec(&actions).unwrap();
         assert_eq!(step, PodStep::Kill);
@@ -1461,12 +1462,7 @@ mod tests {
     fn a_kill_that_does_not_get_through_is_made_again_within_its_window_then_said() {
         let mut r = run();
         let _ = started(&mut r);
-        r.on_fact(
-            T0,
-            DurableFact::Cancel {
-                signal: "SIGTERM".into(),
-            },
-        );
+        r.on_fact(T0, sigterm());
         let actions = drain(&mut r, T0);
         assert!(
             logs(&actions, Level::Warning)[0].contains("stopping the script in pod \"ci/job-pod\"")

@@ -285,12 +285,7 @@ test(`${F} a pod deleted while its script runs: the step fails at once, naming t
 test(`${F} SIGTERM to the hook process while its script runs: the script's processes in the pod are gone within 5 s`, async (t) => {
   const env = await podServer(t);
   const child = hookScript(t, env, ['sh', '-c', 'sleep 60 & echo $! > child.pid; echo $$ > main.pid; wait']);
-  const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  hook.stdout.on('data', (d) => (output += d));
-  hook.stderr.on('data', (d) => (output += d));
-  const exited = new Promise((resolve) => hook.on('exit', (code, signal) => resolve({ code, signal })));
-  t.after(() => hook.kill('SIGKILL'));
+  const { hook, output, exited } = startHook(t, child);
   const pidFile = (name) => path.join(env.folder(), name);
   await waitFor(() => fs.existsSync(pidFile('child.pid')) && fs.existsSync(pidFile('main.pid')), 10_000, 'the script to start');
   await new Promise((r) => setTimeout(r, 200));
@@ -298,11 +293,22 @@ test(`${F} SIGTERM to the hook process while its script runs: the script's proce
   for (const pid of pids) assert.ok(alive(pid), `${pid} runs before the signal`);
   hook.kill('SIGTERM');
   const signalledAt = performance.now();
-  await waitFor(() => pids.every((pid) => !alive(pid)), 5000, `the script's processes ${pids} to be gone (hook said: ${output})`);
+  await waitFor(() => pids.every((pid) => !alive(pid)), 5000, `the script's processes ${pids} to be gone (hook said: ${output()})`);
   t.diagnostic(`gone ${Math.round(performance.now() - signalledAt)} ms after SIGTERM`);
   const { signal } = await exited;
   assert.equal(signal, 'SIGTERM', 'the hook still ends by its signal');
 });
+
+/** The hook process of `child`, killed when the test ends: what it printed, and how it exited. */
+function startHook(t, child) {
+  const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let printed = '';
+  hook.stdout.on('data', (d) => (printed += d));
+  hook.stderr.on('data', (d) => (printed += d));
+  const exited = new Promise((resolve) => hook.on('exit', (code, signal) => resolve({ code, signal })));
+  t.after(() => hook.kill('SIGKILL'));
+  return { hook, output: () => printed, exited };
+}
 
 /** A hook process's script: one durable exec of `command` through the installed package, its lines and status printed. */
 function hookScript(t, env, command) {
@@ -509,12 +515,7 @@ test(`${F} output reaches the caller soon after it is written: what was printed 
 test(`${F} SIGTERM while the apiserver is briefly unreachable: the stop is retried, and the command is gone once the hook has exited`, async (t) => {
   const env = await podServer(t);
   const child = hookScript(t, env, ['sh', '-c', 'echo $$ > cmd.pid; sleep 60']);
-  const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  hook.stdout.on('data', (d) => (output += d));
-  hook.stderr.on('data', (d) => (output += d));
-  const exited = new Promise((resolve) => hook.on('exit', (code, signal) => resolve({ code, signal })));
-  t.after(() => hook.kill('SIGKILL'));
+  const { hook, output, exited } = startHook(t, child);
   const pidFile = path.join(env.folder(), 'cmd.pid');
   await waitFor(() => fs.existsSync(pidFile), 10_000, 'the command to start');
   await new Promise((r) => setTimeout(r, 300));
@@ -525,7 +526,7 @@ test(`${F} SIGTERM while the apiserver is briefly unreachable: the stop is retri
   await env.server.setPhase('healthy');
   const { signal } = await exited;
   assert.equal(signal, 'SIGTERM');
-  assert.equal(alive(pid), false, `the command outlived the hook (hook said: ${output})`);
+  assert.equal(alive(pid), false, `the command outlived the hook (hook said: ${output()})`);
 });
 
 test(`${F} a command too long to run durably (its arguments near the apiserver's URL limit) runs as a plain exec, with one warning`, async (t) => {
