@@ -88,9 +88,21 @@ let cancelling = null;
 
 function cancelAll(signal) {
   if (cancelling) return;
+  // A host with handlers of its own decides what the signal does; without
+  // them, it ends the process, as it would have without ours.
+  const hostHandles = process.listenerCount(signal) > 1;
   const ended = [...runs].map((run) => run.cancel(signal));
-  const waited = new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS));
+  let timer;
+  const waited = new Promise((resolve) => {
+    timer = setTimeout(resolve, CANCEL_WAIT_MS);
+  });
   cancelling = Promise.race([Promise.all(ended), waited]).then(() => {
+    clearTimeout(timer);
+    cancelling = null;
+    if (hostHandles) {
+      if (runs.size === 0) removeHandlers();
+      return;
+    }
     removeHandlers();
     // The signal's own effect, now that the commands were told to stop.
     process.kill(process.pid, signal);

@@ -8,8 +8,9 @@
 // sent all of the command's output exits with the command's code; the
 // statuses of our own (95 the command is not a program, 96 no folder can be
 // made, 97 the step broke or the output sent does not add up, 98 the run has
-// no folder, 200 + i utility i missing) are confirmed by a finish step,
-// since the command may exit with them too.
+// no folder, 94 the process that waits for the command ended without its
+// code, 200 + i utility i missing) are confirmed by a finish step, since the
+// command may exit with them too.
 //
 // A run's folder is `.k8s-auth-preflight/<run id>` in the container's temp
 // folder (a dot folder: `rm -rf "$TMPDIR"/*` leaves it). Its `mkdir` is the
@@ -23,20 +24,24 @@
 // after them are removed (a start carries them: the clean-up of a run the
 // host could not wait for); the command is left in "$@".
 const FOLDER = [
-  'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4',
-  'clean(){ rm -f "$1/out" "$1/err" "$1/ep" "$1/wake" "$1/pid" "$1/code" "$1/x";}',
+  'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
+  'clean(){ rm -f "$1/out" "$1/err" "$1/ep" "$1/op" "$1/wake" "$1/pid" "$1/w" "$1/code";}',
   'while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&clean "$b/$1";k=$((k-1));shift;done',
 ].join('\n');
 
 // Sends what the output files hold past the offsets, stdout to stdout and
 // stderr to stderr, each byte once; `m` says whether anything moved. A
-// reader whose stream was cut ends here: `head` dies of SIGPIPE.
+// reader whose stream was cut ends here: `head` dies of SIGPIPE. The files
+// are read through `$so` and `$se`: their names, or, once a reader holds
+// them open, its descriptors (/proc/self/fd/4 and 5, opened anew by each
+// utility), so a command that empties its temp folder, ours included,
+// still has its output sent.
 const DRAIN = [
   'drain(){ m=0',
-  'if [ -s "$d/out" ];then n=$(($(wc -c <"$d/out")))',
-  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$d/out" 2>/dev/null|head -c $((n-o))||exit 97;o=$n;m=1;fi;fi',
-  'if [ -s "$d/err" ];then n=$(($(wc -c <"$d/err")))',
-  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$d/err" 2>/dev/null|head -c $((n-e)) >&2||exit 97;e=$n;m=1;fi;fi',
+  'if [ -s "$so" ];then n=$(($(wc -c <"$so")))',
+  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$so" 2>/dev/null|head -c $((n-o))||exit 97;o=$n;m=1;fi;fi',
+  'if [ -s "$se" ];then n=$(($(wc -c <"$se")))',
+  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$se" 2>/dev/null|head -c $((n-e)) >&2||exit 97;e=$n;m=1;fi;fi',
   '}',
 ].join('\n');
 
@@ -52,21 +57,30 @@ const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done"';
 // an end written after the look wakes the read; otherwise a tick, written
 // through the open descriptor (the folder may have been removed), wakes it:
 // every 0.1 s for 2 s after output moved (or after the start), then every
-// second (a `sleep` without fractions sleeps 1 s).
+// second (a `sleep` without fractions sleeps 1 s). The process that waits
+// for the command (its pid in `w`) is looked at on each round: when it has
+// ended without writing the code (something killed it), waiting longer
+// would never end.
 const ATTACH = [
   DRAIN,
   // The run is done (another reader wrote it, or a kill): send what is left
   // past the offsets, and exit with the code if that adds up.
-  'over(){ read -r c so se <"$d/done";[ -f "$d/out" ]&&drain;[ "$so" = "$o" ]&&[ "$se" = "$e" ]&&exit "$c";exit 97;}',
+  'over(){ read -r c zo ze <"$d/done";drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}',
   '[ -d "$d" ]||exit 98',
   '[ -s "$d/done" ]&&over',
-  'exec 3<>"$d/wake"',
+  // Files removed before the end: the record is gone. (A redirection that
+  // fails ends a shell at `exec`: the files are looked at first.)
+  '[ -f "$d/out" ]&&[ -f "$d/err" ]||exit 98',
+  'exec 3<>"$d/wake" 4<"$d/out" 5<"$d/err"',
+  '[ -r /proc/self/fd/4 ]&&[ -r /proc/self/fd/5 ]&&{ so=/proc/self/fd/4;se=/proc/self/fd/5;}',
+  '[ -n "$wp" ]||read -r wp <"$d/w" 2>/dev/null',
   'q=0',
   'while :;do',
-  '[ -d "$d" ]||exit 98',
   '[ -s "$d/done" ]&&over',
   `if [ -s "$d/code" ];then drain;read -r c <"$d/code";[ -s "$d/done" ]||${DONE};exit "$c";fi`,
   'drain',
+  'if [ -n "$wp" ]&&[ -r /proc/$$/stat ];then z=;{ read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
+  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d/code" ]||{ drain;exit 94;};fi;fi',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
   '(sleep $s 2>/dev/null||sleep 1;echo t >&3) >/dev/null 2>&1 &',
@@ -77,14 +91,20 @@ const ATTACH = [
 ].join('\n');
 
 // The detached command: a session of its own (a cut stream neither signals
-// nor blocks it, and its group can be stopped), stdin from /dev/null, run as
-// a program (`exec` in a subshell: never a builtin of this shell), stdout
-// and stderr through relays into the files, so that output of children
-// that outlive it still arrives, as a runtime's pipes wait for it. The exit
-// code is written (in one write) once both relays have ended; then the
-// reader is woken.
-const LAUNCH =
-  `setsid sh -c 'd=$0;echo $$ >"$d/pid";cat <"$d/ep" >>"$d/err" & c=$!;{ (exec "$@") </dev/null 2>"$d/ep";echo $? >"$d/x";}|cat >>"$d/out";wait "$c";read -r x <"$d/x";echo "$x" >"$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`;
+// nor blocks it, and its group can be stopped), apart from the process that
+// waits for it and the relays (a command that signals its own group, `kill
+// 0`, stops only itself), stdin from /dev/null, run as a program (`setsid`
+// executes it: never a builtin of a shell), stdout and stderr through relays
+// into the files, so that output of children that outlive it still
+// arrives, as a runtime's pipes wait for it. The exit code is written (in
+// one write, into the folder made again if the command removed it) once
+// both relays have ended; then the reader is woken.
+const LAUNCH = [
+  `setsid sh -c 'd=$0;echo $$ >"$d/w";cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!`,
+  `setsid "$@" </dev/null >"$d/op" 2>"$d/ep" & p=$!;echo $p >"$d/pid";wait $p;x=$?;wait $r;wait $c`,
+  `mkdir -p "$d" 2>/dev/null;echo $x >"$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`,
+  'wp=$!',
+].join('\n');
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -101,7 +121,7 @@ function startScript(utilities) {
     // The claim: only one mkdir of the run's folder succeeds, ever.
     'c=0;mkdir "$d" 2>/dev/null&&c=1||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null&&c=1||exit 96;}',
     'if [ "$c" = 1 ];then',
-    ': >"$d/out"&&: >"$d/err"&&mkfifo "$d/wake" "$d/ep"||{ rm -rf "$d";exit 96;}',
+    ': >"$d/out"&&: >"$d/err"&&mkfifo "$d/wake" "$d/ep" "$d/op"||{ rm -rf "$d";exit 96;}',
     LAUNCH,
     'fi',
     ATTACH,
@@ -112,14 +132,16 @@ const SCRIPTS = {
   look: () => [FOLDER, '[ -d "$d" ]||exit 98'].join('\n'),
   attach: () => [FOLDER, ATTACH].join('\n'),
   // Prints `done` (the code and the sizes sent); 97 when the run is not
-  // done, 98 when it has no folder.
-  finish: () => [FOLDER, '[ -d "$d" ]||exit 98', '[ -s "$d/done" ]||exit 97', 'cat "$d/done"'].join('\n'),
+  // done, 98 when it has no folder, or its output files went away first.
+  finish: () => [FOLDER, '[ -d "$d" ]||exit 98', '[ -s "$d/done" ]||{ [ -f "$d/out" ]||exit 98;exit 97;}', 'cat "$d/done"'].join('\n'),
   cleanup: () => [FOLDER, '[ -s "$d/done" ]||exit 0', 'clean "$d"'].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL.
   kill: () =>
     [
       FOLDER,
       '[ -d "$d" ]||exit 0',
+      // (The pid is written a moment after the claim.)
+      'i=0;while [ ! -s "$d/pid" ]&&[ ! -s "$d/code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
       'p=$(cat "$d/pid" 2>/dev/null)',
       'if [ -n "$p" ];then',
       'kill -TERM -"$p" 2>/dev/null',

@@ -27,7 +27,8 @@ pub enum PodStep {
     Look,
     /// Stream the run's stdout and stderr files from the offsets the host
     /// has received, until the command has ended and everything is sent;
-    /// then exit with the command's code (98 when the run has no folder).
+    /// then exit with the command's code (98 when the run has no folder, or
+    /// its output files were removed before the end).
     Attach,
     /// Print the run's `done`: the command's code and the sizes of its
     /// stdout and stderr (97 when it is not done, 98 with no folder).
@@ -50,6 +51,9 @@ pub enum StepEnd {
     /// Any status not ours: for a start or an attach the command's code;
     /// for the other steps, 0 is done.
     Code(i64),
+    /// 94: the process in the pod that waits for the command ended without
+    /// writing its code (something killed it): the code will never come.
+    WatcherGone,
     /// 95: the command is not a program on the container's `PATH` (a shell
     /// builtin, a missing file): nothing was claimed.
     NotAProgram,
@@ -73,6 +77,7 @@ impl StepEnd {
     /// The meaning of exit status `code`.
     pub fn of(code: i64) -> StepEnd {
         match code {
+            94 => StepEnd::WatcherGone,
             95 => StepEnd::NotAProgram,
             96 => StepEnd::NoFolder,
             97 => StepEnd::Broke,

@@ -113,6 +113,13 @@ pub struct DurableRun {
     confirm: Option<i64>,
     /// Until when a kill is tried, once the process is being stopped.
     kill_until_ms: Option<u64>,
+    /// The signal that stops the run.
+    cancelled_by: Option<String>,
+    /// Set-ups of looks, attaches and finishes that timed out in a row:
+    /// each next one waits twice as long (a blip that swallowed one upgrade
+    /// answer costs one short wait; a slow but healthy apiserver still gets
+    /// the whole time).
+    setup_timeouts: u32,
     disconnected: Option<Disconnection>,
     queue: VecDeque<DurableAction>,
     delivered: Delivered,
@@ -184,6 +191,8 @@ impl DurableRun {
             last_error: String::new(),
             confirm: None,
             kill_until_ms: None,
+            cancelled_by: None,
+            setup_timeouts: 0,
             // Until the first stream opens, the run has no connection.
             disconnected: Some(Disconnection {
                 since_ms: now_ms,
@@ -297,7 +306,19 @@ impl DurableRun {
         let (connect_timeout_ms, setup_timeout_ms) = match step {
             PodStep::Cleanup => (CLEANUP_TIMEOUT_MS, CLEANUP_TIMEOUT_MS),
             PodStep::Kill => (KILL_ATTEMPT_MS, KILL_ATTEMPT_MS),
-            _ => (self.connect_timeout_ms, self.setup_timeout_ms),
+            // A start that may still reach the pod is awaited whole: none
+            // other may be made before a look.
+            PodStep::Start => (self.connect_timeout_ms, self.setup_timeout_ms),
+            // These may be made again at once.
+            PodStep::Look | PodStep::Attach | PodStep::Finish => {
+                let doubled = self
+                    .connect_timeout_ms
+                    .saturating_mul(1u64 << self.setup_timeouts.min(16));
+                (
+                    self.connect_timeout_ms,
+                    doubled.min(self.setup_timeout_ms.max(self.connect_timeout_ms)),
+                )
+            }
         };
         self.cleaning = if step == PodStep::Start {
             let delivered = self.delivered.borrow();
@@ -321,6 +342,7 @@ impl DurableRun {
     }
 
     fn opened(&mut self, now_ms: u64, step: PodStep) {
+        self.setup_timeouts = 0;
         if matches!(step, PodStep::Start | PodStep::Attach | PodStep::Finish) {
             // (A look's stream says nothing yet: it is over in a moment.)
             if step == PodStep::Start {
@@ -364,7 +386,7 @@ impl DurableRun {
                 }
                 self.finish_with(None);
             }
-            (PodStep::Kill, Some(_)) => self.finish_with(None),
+            (PodStep::Kill, Some(_)) => self.cancelled(true, ""),
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
             // All the output is sent, and the status is the command's.
             (PodStep::Start | PodStep::Attach, Some(StepEnd::Code(code))) => {
@@ -409,6 +431,12 @@ impl DurableRun {
                 None => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
             },
             (PodStep::Finish, Some(StepEnd::NoRecord)) => self.no_record_after(self.confirm),
+            // Not done, and never will be.
+            (PodStep::Finish, Some(StepEnd::Broke))
+                if self.confirm.map(StepEnd::of) == Some(StepEnd::WatcherGone) =>
+            {
+                self.fail("ExitCodeLost", messages::watcher_gone(&self.pod))
+            }
             // Not done: the step that ended was ours, broken; attach again.
             (PodStep::Finish, Some(StepEnd::Broke)) => {
                 self.phase = Phase::Running;
@@ -470,6 +498,9 @@ impl DurableRun {
                 }
             }
             PodStep::Look | PodStep::Attach | PodStep::Finish => {
+                if facts.timed_out {
+                    self.setup_timeouts = self.setup_timeouts.saturating_add(1);
+                }
                 if let FailureStage::Answered { status } = stage {
                     let final_answer =
                         (400..500).contains(&status) && status != 408 && status != 429;
@@ -577,8 +608,9 @@ impl DurableRun {
         if matches!(self.phase, Phase::Killing | Phase::Cleaning | Phase::Over) {
             return;
         }
+        self.cancelled_by = Some(signal.to_string());
         if !self.may_have_started {
-            return self.finish_with(None);
+            return self.cancelled(true, "");
         }
         self.log(Level::Warning, messages::stopping(&self.pod, signal));
         self.phase = Phase::Killing;
@@ -597,8 +629,29 @@ impl DurableRun {
             self.next = Some((PodStep::Kill, at));
         } else {
             self.log(Level::Warning, messages::not_stopped(&self.pod, why));
-            self.finish_with(None);
+            self.cancelled(false, why);
         }
+    }
+
+    /// The run ends stopped by a signal: a host that lives on gets a
+    /// status that says so (most end with the signal first).
+    fn cancelled(&mut self, stopped: bool, why: &str) {
+        let signal = self.cancelled_by.clone().unwrap_or_default();
+        let message = if !self.may_have_started {
+            messages::cancelled_before_start(&self.pod, &signal)
+        } else if stopped {
+            messages::cancelled(&self.pod, &signal)
+        } else {
+            messages::not_stopped(&self.pod, why)
+        };
+        if !self.resolved {
+            self.resolved = true;
+            self.queue.push_back(DurableAction::Resolve);
+        }
+        self.finish_with(Some(Delivery::Failed {
+            reason: "Cancelled",
+            message,
+        }));
     }
 
     fn reject(&mut self, request: u32) {
@@ -1191,7 +1244,9 @@ mod tests {
     #[test]
     fn a_status_of_ours_is_confirmed_by_a_finish_step_which_a_cut_makes_again() {
         // The command exited 98, or 97, as it may: the finish step says so.
-        for code in [95, 96, 97, 98, 126, 127, 128, 130, 137, 143, 199, 202, 255] {
+        for code in [
+            94, 95, 96, 97, 98, 126, 127, 128, 130, 137, 143, 199, 202, 255,
+        ] {
             let mut r = run();
             let start = started(&mut r);
             r.on_fact(T0, ended(start, Some(code), ""));
@@ -1207,7 +1262,7 @@ mod tests {
             assert_eq!(exec(&actions).unwrap().1, PodStep::Cleanup);
         }
         // A status not ours needs no finish step.
-        for code in [0, 1, 2, 3, 94, 99, 125] {
+        for code in [0, 1, 2, 3, 93, 99, 125] {
             let mut r = run();
             let start = started(&mut r);
             r.on_fact(T0, ended(start, Some(code), ""));
@@ -1259,6 +1314,25 @@ mod tests {
         let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
         r.on_fact(T0, ended(fin, Some(97), ""));
         assert_eq!(exec(&drain(&mut r, T0)).unwrap().1, PodStep::Attach);
+
+        // Not done, and what waits for the command is gone (94): it never
+        // will be; the run fails at once, saying the code is unknown.
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(94), ""));
+        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Finish);
+        r.on_fact(T0, ended(fin, Some(97), ""));
+        let end = drain(&mut r, T0);
+        assert!(exec(&end).is_none(), "{end:?}");
+        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
+            panic!("{end:?}")
+        };
+        assert_eq!(reason, "ExitCodeLost");
+        assert!(
+            message.contains("exit code is unknown; it may still be running"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -1273,7 +1347,19 @@ mod tests {
         r.on_fact(T0, ended(start, None, ""));
         assert!(exec(&drain(&mut r, T0)).is_none());
         r.on_fact(T0, ended(kill, Some(0), ""));
-        assert_eq!(drain(&mut r, T0).last(), Some(&DurableAction::Done));
+        let actions = drain(&mut r, T0);
+        assert_eq!(actions.last(), Some(&DurableAction::Done));
+        // A host that lives on through the signal hears how the run ended.
+        match delivered(&actions) {
+            Some(Delivery::Failed { reason, message }) => {
+                assert_eq!(reason, "Cancelled");
+                assert!(
+                    message.starts_with("SIGTERM: the script in pod \"ci/job-pod\" was stopped"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
 
         let mut r = run();
         let _ = drain(&mut r, T0);
@@ -1283,7 +1369,73 @@ mod tests {
                 signal: "SIGINT".into(),
             },
         );
-        assert_eq!(drain(&mut r, T0), vec![DurableAction::Done]);
+        let actions = drain(&mut r, T0);
+        assert!(exec(&actions).is_none(), "{actions:?}");
+        assert_eq!(
+            actions.first(),
+            Some(&DurableAction::Resolve),
+            "the caller's promise settles"
+        );
+        match delivered(&actions) {
+            Some(Delivery::Failed { reason, message }) => {
+                assert_eq!(reason, "Cancelled");
+                assert!(message.contains("was not started"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reattach_whose_answer_does_not_come_is_made_again_soon_waiting_longer_each_time() {
+        let setup_of = |actions: &[DurableAction]| {
+            actions.iter().find_map(|a| match a {
+                DurableAction::Exec {
+                    request,
+                    step,
+                    setup_timeout_ms,
+                    ..
+                } => Some((*request, *step, *setup_timeout_ms)),
+                _ => None,
+            })
+        };
+        let mut long = settings();
+        long.calls.disconnect_limit = Duration::from_secs(600);
+        let spec = DurableSpec {
+            namespace: "ci".into(),
+            pod: "job-pod".into(),
+            command: vec!["true".into()],
+        };
+        let mut r = DurableRun::new(
+            &long,
+            spec,
+            RandomSource::seeded(7),
+            Delivered::default(),
+            T0,
+        );
+        let (start, step, start_setup) = setup_of(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Start);
+        assert_eq!(start_setup, 65_000, "a start is awaited whole");
+        r.on_fact(T0, DurableFact::Opened { request: start });
+        r.on_fact(T0, ended(start, None, ""));
+        let mut now = T0;
+        let mut waits = Vec::new();
+        let (mut attach, step, mut setup) = setup_of(&drain(&mut r, now)).unwrap();
+        assert_eq!(step, PodStep::Attach);
+        for _ in 0..5 {
+            waits.push(setup);
+            now += setup;
+            let until = fail_then_wait(&mut r, now, attach, timed_out());
+            now = until;
+            let next = setup_of(&drain(&mut r, now)).unwrap();
+            assert_eq!(next.1, PodStep::Attach);
+            (attach, setup) = (next.0, next.2);
+        }
+        assert_eq!(waits, vec![10_000, 20_000, 40_000, 65_000, 65_000]);
+        // Once one opens, the next cut starts short again.
+        r.on_fact(now, DurableFact::Opened { request: attach });
+        r.on_fact(now, ended(attach, None, ""));
+        let (_, step, setup) = setup_of(&drain(&mut r, now)).unwrap();
+        assert_eq!((step, setup), (PodStep::Attach, 10_000));
     }
 
     #[test]

@@ -56,6 +56,14 @@ pub fn output_lost(pod: &str, out: u64, err: u64) -> String {
     )
 }
 
+/// What waited for the command in the pod was killed before the command's
+/// code was written.
+pub fn watcher_gone(pod: &str) -> String {
+    format!(
+        "the process that waits for the script in pod \"{pod}\" was killed before the script's exit code was written (by the script itself, or from outside): the script's exit code is unknown; it may still be running"
+    )
+}
+
 /// A step of ours broke in a way that says nothing of the script.
 pub fn step_broke(pod: &str, code: i64) -> String {
     format!("the pod-side reader of the script in pod \"{pod}\" ended with status {code}")
@@ -71,6 +79,16 @@ pub fn fallback(pod: &str, what: &str) -> String {
 /// The hook process is being stopped.
 pub fn stopping(pod: &str, signal: &str) -> String {
     format!("{signal}: stopping the script in pod \"{pod}\" before this process ends")
+}
+
+/// The command was stopped because the host process was.
+pub fn cancelled(pod: &str, signal: &str) -> String {
+    format!("{signal}: the script in pod \"{pod}\" was stopped before it ended; it did not finish")
+}
+
+/// The host process was stopped before the command was started.
+pub fn cancelled_before_start(pod: &str, signal: &str) -> String {
+    format!("{signal}: the script in pod \"{pod}\" was not started")
 }
 
 /// The command could not be stopped in time.

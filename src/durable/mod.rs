@@ -6,9 +6,10 @@
 //! session of its own with stdin from `/dev/null` and stdout and stderr to
 //! files, and then, like every later attach exec, streams those files from
 //! the byte offsets the host has already received. When the command ends
-//! its exit code is written to a file; a finish exec reads it, a clean-up
-//! exec removes the run's folder, and only then is the code delivered to
-//! the caller, in client-node's `V1Status` shapes.
+//! its exit code is written to a file; the reader that sent the last byte
+//! exits with it (a finish exec reads it when that status could be one of
+//! ours), the code is delivered to the caller in client-node's `V1Status`
+//! shapes, and a clean-up exec removes the run's files after.
 //!
 //! The machine decides everything: which pod step comes next, when (the
 //! shared attempt line, [`crate::retry::Line`], restarted at each cut and

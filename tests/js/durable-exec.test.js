@@ -414,20 +414,32 @@ test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and r
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
 });
 
-test(`${F} a command that removes its own run's folder: the exec fails as unknown, promptly, and is not started again`, async (t) => {
+test(`${F} a command that removes its own run's folder gets its own exit code and output, as from the plain client; cut after that, the exec fails as unknown and is not started again`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
-  const command = ['sh', '-c', 'echo x >> remover.starts; sleep 0.5; rm -rf "$TMPDIR"/.k8s-auth-preflight; sleep 0.5; echo after; exit 4'];
-  const started = performance.now();
-  const result = await runExec(durable, command);
-  // The reader notices at its next tick (1 s): not a hang, which the
-  // loopback's pings would end only later.
-  const tookMs = performance.now() - started;
-  assert.ok(tookMs < 4500, `took ${Math.round(tookMs)} ms`);
+  const plain = new k8s.Exec(env.kc);
+  const command = ['sh', '-c', 'echo x >> remover.starts; echo before; sleep 0.5; rm -rf "$TMPDIR"/.k8s-auth-preflight; sleep 0.5; echo after; echo err >&2; exit 4'];
+  const a = await runExec(plain, command);
+  const b = await runExec(durable, command);
+  assert.deepEqual(b, a);
+  assert.equal(a.stdout.toString(), 'before\nafter\n');
+  assert.equal(starts(env.folder(), 'remover'), 2, 'once each');
+
+  // The record gone and the stream cut: nothing can say how it ended.
+  const log = capture();
+  const cutOne = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const run = runExec(cutOne, ['sh', '-c', 'echo x >> cut-remover.starts; rm -rf "$TMPDIR"/.k8s-auth-preflight; sleep 3; echo after; exit 4']);
+  await waitFor(() => starts(env.folder(), 'cut-remover') === 1, 5000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 300));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 300));
+  await env.server.setPhase('healthy');
+  const result = await run;
   assert.equal(result.status.status, 'Failure');
   assert.equal(result.status.reason, 'RunRecordMissing');
   assert.match(result.status.message, /is not started again; its exit code is unknown/);
-  assert.equal(starts(env.folder(), 'remover'), 1);
+  await new Promise((r) => setTimeout(r, 3500));
+  assert.equal(starts(env.folder(), 'cut-remover'), 1);
 });
 
 // ---- found by an attack on the packed package ---------------------------------
@@ -527,6 +539,113 @@ test(`${F} SIGTERM while the apiserver is briefly unreachable: the stop is retri
   const { signal } = await exited;
   assert.equal(signal, 'SIGTERM');
   assert.equal(alive(pid), false, `the command outlived the hook (hook said: ${output()})`);
+});
+
+// ---- found by a second attack on the packed package ---------------------------
+
+test(`${F} a command that signals its own process group (kill 0, or an EXIT trap doing it) gets the plain client's result, and its output`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  for (const command of [
+    ['sh', '-c', 'echo before; echo e >&2; kill 0; echo never'],
+    ['sh', '-c', 'trap "kill 0" EXIT; echo hi; echo e >&2; exit 3'],
+  ]) {
+    const a = await runExec(plain, command);
+    const b = await runExec(durable, command);
+    assert.deepEqual(b, a, JSON.stringify(command));
+    assert.ok(b.stdout.length > 0 && b.stderr.length > 0, JSON.stringify(command));
+  }
+});
+
+test(`${F} a command that deletes everything in its temp folder (find -delete) gets the plain client's result, its output whole`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  const command = ['sh', '-c', 'echo run >> finder.starts; echo a; echo a2 >&2; sleep 0.3; find "${TMPDIR:-/tmp}" -mindepth 1 -delete; sleep 0.3; echo b; echo c >&2; exit 4'];
+  const a = await runExec(plain, command);
+  const b = await runExec(durable, command);
+  assert.deepEqual(b, a);
+  assert.equal(b.stdout.toString(), 'a\nb\n');
+  assert.equal(b.stderr.toString(), 'a2\nc\n');
+});
+
+test(`${F} a command that kills what waits for it in the pod: the exec fails at once saying its exit code is unknown, never a hang`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const result = await runExec(durable, ['sh', '-c', 'echo x; kill -9 $PPID; sleep 1; exit 0']);
+  assert.equal(result.status.status, 'Failure');
+  assert.equal(result.status.reason, 'ExitCodeLost');
+  assert.match(result.status.message, /exit code is unknown; it may still be running/);
+  assert.equal(result.stdout.toString(), 'x\n');
+});
+
+test(`${F} a host that lives on through SIGINT (a handler of its own): each run is stopped and told so, and the host's handler runs once per signal`, async (t) => {
+  const env = await podServer(t);
+  const child = path.join(tempDir(t, 'durable-host'), 'host.js');
+  const command = (n) => ['sh', '-c', `echo $$ > cmd${n}.pid; sleep 60`];
+  fs.writeFileSync(
+    child,
+    [
+      "const { createRequire } = require('node:module');",
+      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
+      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
+      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
+      `const api = resilientExec(kc, { env: ${JSON.stringify(durableEnv())}, logger: { debug() {}, info() {}, warning() {}, error() {} } });`,
+      "process.on('SIGINT', () => console.log('host-handler'));",
+      'const keep = setInterval(() => {}, 1000);',
+      'const one = (command) => new Promise((resolve) => {',
+      "  api.exec('ci', 'job-pod', 'job', command, process.stdout, process.stderr, null, false, (s) => { console.log('status', JSON.stringify(s)); resolve(); });",
+      '});',
+      `(async () => { await one(${JSON.stringify(command(1))}); await one(${JSON.stringify(command(2))}); console.log('both'); clearInterval(keep); })();`,
+    ].join('\n'),
+  );
+  const { hook, output, exited } = startHook(t, child);
+  for (const n of [1, 2]) {
+    const pidFile = path.join(env.folder(), `cmd${n}.pid`);
+    await waitFor(() => fs.existsSync(pidFile), 10_000, `command ${n} to start (host said: ${output()})`);
+    await new Promise((r) => setTimeout(r, 300));
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    hook.kill('SIGINT');
+    await waitFor(() => !alive(pid), 5000, `command ${n} to be stopped (host said: ${output()})`);
+    await waitFor(() => output().split('\n').filter((l) => l.startsWith('status ')).length === n, 5000, `status ${n} (host said: ${output()})`);
+  }
+  const { code, signal } = await exited;
+  assert.equal(signal, null, output());
+  assert.equal(code, 0, output());
+  const lines = output().split('\n');
+  assert.equal(lines.filter((l) => l === 'host-handler').length, 2, output());
+  const statuses = lines.filter((l) => l.startsWith('status ')).map((l) => JSON.parse(l.slice(7)));
+  assert.equal(statuses.length, 2);
+  for (const s of statuses) {
+    assert.equal(s.status, 'Failure');
+    assert.equal(s.reason, 'Cancelled');
+    assert.match(s.message, /^SIGINT: the script in pod "ci\/job-pod" was stopped before it ended/);
+  }
+  assert.ok(lines.includes('both'), output());
+});
+
+test(`${F} a reattach whose upgrade is swallowed by a short hang is made again soon, not after a whole call timeout`, async (t) => {
+  const env = await podServer(t);
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv({ REQUEST_TIMEOUT_MS: 1000, CALL_REQUEST_TIMEOUT_MS: 30_000, DURABLE_DISCONNECT_MS: 60_000 }), logger: log.logger });
+  const run = runExec(durable, script({ lines: 8, pauseS: '0.25', code: 0, tag: 'blip' }));
+  await waitFor(() => starts(env.folder(), 'blip') === 1, 5000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 300));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 200));
+  await env.server.setPhase('hang');
+  await new Promise((r) => setTimeout(r, 2500));
+  await env.server.setPhase('healthy');
+  const healthyAt = performance.now();
+  const result = await run;
+  const afterMs = performance.now() - healthyAt;
+  assert.deepEqual(result.status, { metadata: {}, status: 'Success' });
+  assert.equal(result.stdout.toString(), expectedOutput(8).out);
+  // An attach hung in the blip is given up after a short wait (1 s, 2 s,
+  // 4 s...), not the 30 s a start is awaited.
+  assert.ok(afterMs < 12_000, `the status came ${Math.round(afterMs)} ms after the apiserver answered again`);
+  assert.equal(starts(env.folder(), 'blip'), 1);
 });
 
 test(`${F} a command too long to run durably (its arguments near the apiserver's URL limit) runs as a plain exec, with one warning`, async (t) => {
