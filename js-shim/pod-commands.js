@@ -24,7 +24,9 @@
 // after them are removed (a start carries them: the clean-up of a run the
 // host could not wait for); the command is left in "$@".
 const FOLDER = [
-  'b="${TMPDIR:-/tmp}/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
+  // (A relative temp folder is the exec's working folder's; "./" keeps a
+  // name starting with "-" from reading as an option.)
+  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
   'clean(){ rm -f "$1/out" "$1/err" "$1/ep" "$1/op" "$1/wake" "$1/pid" "$1/w" "$1/code";}',
   'while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&clean "$b/$1";k=$((k-1));shift;done',
 ].join('\n');

@@ -648,6 +648,18 @@ test(`${F} a reattach whose upgrade is swallowed by a short hang is made again s
   assert.equal(starts(env.folder(), 'blip'), 1);
 });
 
+test(`${F} a relative temp folder, even one whose name starts with "-", holds the run: durable, no warning`, async (t) => {
+  const env = await podServer(t, { podEnv: { TMPDIR: '-tmp' } });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const result = await runExec(durable, script({ lines: 2, pauseS: '0', code: 4, tag: 'relative' }));
+  assert.deepEqual(log.warning, []);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '4' }]);
+  assert.equal(result.stdout.toString(), expectedOutput(2).out);
+  assert.equal(startSteps(env.server).length, 1);
+  assert.ok(fs.existsSync(path.join(env.folder(), '-tmp', '.k8s-auth-preflight')), 'the run folder is in the relative temp folder');
+});
+
 test(`${F} a command too long to run durably (its arguments near the apiserver's URL limit) runs as a plain exec, with one warning`, async (t) => {
   const env = await podServer(t);
   const log = capture();
