@@ -12,6 +12,7 @@ const { EventEmitter } = require('node:events');
 const { Writable } = require('node:stream');
 
 const { podCommand } = require('./pod-commands');
+const { readLedger, appendLedger } = require('./ledger-file');
 const { watchStream } = require('./stream-watch');
 const { withAbortSignal } = require('./host');
 
@@ -309,6 +310,12 @@ function durableExec(machine, io, args) {
                 break;
               case 'readPod':
                 readPod(action);
+                break;
+              case 'readLedger':
+                push({ type: 'ledger', text: readLedger(action.file, action.limit) });
+                break;
+              case 'appendLedger':
+                appendLedger(action.file, action.text);
                 break;
               case 'resolve':
                 settle(resolvePromise, socket);

@@ -13,7 +13,9 @@ use super::machine::Call;
 use super::operation::Operation;
 use super::spec::CallSpec;
 use crate::config::Settings;
-use crate::durable::{Delivered, DurableRun, DurableSpec, PING_EVERY_MS};
+use crate::durable::{
+    Delivered, DeliveredRuns, DurableRun, DurableSpec, LEDGER_NAME, PING_EVERY_MS,
+};
 use crate::environment::Environment;
 use crate::millis;
 use crate::random::RandomSource;
@@ -37,7 +39,9 @@ impl CallPolicy {
             settings: environment.settings().clone(),
             warnings: environment.warnings_once(),
             breaker: Rc::new(RefCell::new(Breaker::new())),
-            delivered: Delivered::default(),
+            delivered: Rc::new(RefCell::new(DeliveredRuns::with_ledger(ledger(
+                environment,
+            )))),
         }
     }
 
@@ -94,4 +98,11 @@ impl CallPolicy {
             .resilient
             .then(|| (PING_EVERY_MS, millis(calls.pong_deadline)))
     }
+}
+
+/// The ledger of delivered runs: in the job's temp folder, or none (the
+/// runs are then remembered by this process only).
+fn ledger(environment: &Environment) -> Option<String> {
+    let folder = environment.runner_temp()?.trim_end_matches('/');
+    (!folder.trim().is_empty()).then(|| format!("{folder}/{LEDGER_NAME}"))
 }

@@ -147,6 +147,23 @@ pub enum DurableAction {
         /// Abandon it after this long.
         timeout_ms: u64,
     },
+    /// Read the ledger of delivered runs (`file`, at most `limit + 1`
+    /// bytes, a regular file only, no link followed) and report its text
+    /// (`Ledger`), or none when it could not be read.
+    ReadLedger {
+        /// Its path.
+        file: String,
+        /// How much of it to read.
+        limit: usize,
+    },
+    /// Append `text` to the ledger `file` (made if missing, mode 0600, no
+    /// link followed), best effort: nothing is reported.
+    AppendLedger {
+        /// Its path.
+        file: String,
+        /// Whole lines.
+        text: String,
+    },
     /// Resolve the caller's `exec` promise: the run's stream is open.
     Resolve,
     /// Reject the caller's `exec` promise with what request `request`
@@ -223,6 +240,12 @@ pub enum DurableFact {
         phase: Option<String>,
         /// Whether it is being deleted.
         deleting: bool,
+    },
+    /// What the ledger of delivered runs holds: `None` when it could not be
+    /// read (missing, not a regular file, too long).
+    Ledger {
+        /// Its text.
+        text: Option<String>,
     },
     /// The hook process is being stopped (`signal`): stop the command.
     Cancel {

@@ -1,11 +1,10 @@
 //! The machine of one durable exec ([`DurableRun`]).
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::time::Duration;
 
 use super::action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd};
+use super::delivered::{Delivered, LEDGER_LIMIT};
 use super::messages;
 use crate::call::{with_upgrade_status, FailureStage};
 use crate::classify::{classify, describe_answer, Class, ErrorFacts};
@@ -27,11 +26,6 @@ pub struct DurableSpec {
     /// The command, as the caller passed it.
     pub command: Vec<String>,
 }
-
-/// The runs whose code was delivered and whose clean-up may not have been
-/// made (a host that ends at once does not wait for it): `(pod, run id)`.
-/// One list per call policy; a start in the same pod cleans them up.
-pub type Delivered = Rc<RefCell<Vec<(String, String)>>>;
 
 // At most this many delivered runs are cleaned up by one start.
 const CLEANUPS_PER_START: usize = 8;
@@ -125,6 +119,8 @@ pub struct DurableRun {
     delivered: Delivered,
     /// The delivered runs the start out now cleans up.
     cleaning: Vec<String>,
+    /// The ledger of delivered runs is being read: no start before it is.
+    reading_ledger: bool,
 }
 
 impl DurableRun {
@@ -202,7 +198,21 @@ impl DurableRun {
             queue: VecDeque::new(),
             delivered,
             cleaning: Vec::new(),
+            reading_ledger: false,
         }
+        .reading_the_ledger()
+    }
+
+    fn reading_the_ledger(mut self) -> DurableRun {
+        let file = self.delivered.borrow_mut().ledger_to_read();
+        if let Some(file) = file {
+            self.reading_ledger = true;
+            self.queue.push_back(DurableAction::ReadLedger {
+                file,
+                limit: LEDGER_LIMIT,
+            });
+        }
+        self
     }
 
     /// The run's id.
@@ -255,6 +265,12 @@ impl DurableRun {
                     self.pod(found, phase.as_deref(), deleting);
                 }
             }
+            DurableFact::Ledger { text } => {
+                if self.reading_ledger {
+                    self.reading_ledger = false;
+                    self.delivered.borrow_mut().take_ledger(text.as_deref());
+                }
+            }
             DurableFact::Cancel { signal } => self.cancel(now_ms, &signal),
             DurableFact::Closed => self.finish_with(None),
         }
@@ -267,6 +283,9 @@ impl DurableRun {
         }
         if self.phase == Phase::Over {
             return DurableAction::Done;
+        }
+        if self.reading_ledger {
+            return DurableAction::Wait { until_ms: None };
         }
         let limit_at = self.limit_at();
         if limit_at.is_some_and(|at| now_ms >= at) && self.phase != Phase::Killing {
@@ -321,11 +340,9 @@ impl DurableRun {
             }
         };
         self.cleaning = if step == PodStep::Start {
-            let delivered = self.delivered.borrow();
-            let ours = delivered.iter().filter(|(pod, _)| *pod == self.pod);
-            ours.map(|(_, run)| run.clone())
-                .take(CLEANUPS_PER_START)
-                .collect()
+            self.delivered
+                .borrow()
+                .of_pod(&self.pod, CLEANUPS_PER_START)
         } else {
             Vec::new()
         };
@@ -350,9 +367,8 @@ impl DurableRun {
                 self.may_have_started = true;
                 // Its script cleans them up first thing.
                 let cleaning = std::mem::take(&mut self.cleaning);
-                self.delivered
-                    .borrow_mut()
-                    .retain(|(_, run)| !cleaning.contains(run));
+                let line = self.delivered.borrow_mut().cleaned(&cleaning);
+                self.append(line);
             }
             if let Some(d) = self.disconnected.take() {
                 if !d.warned {
@@ -381,8 +397,11 @@ impl DurableRun {
         match (step, end) {
             (PodStep::Cleanup, end) => {
                 if end == Some(StepEnd::Code(0)) {
-                    let run = self.run.clone();
-                    self.delivered.borrow_mut().retain(|(_, r)| *r != run);
+                    let line = self
+                        .delivered
+                        .borrow_mut()
+                        .cleaned(std::slice::from_ref(&self.run));
+                    self.append(line);
                 }
                 self.finish_with(None);
             }
@@ -582,10 +601,10 @@ impl DurableRun {
     /// are removed after (a host that ends first leaves that to the next
     /// start in the pod).
     fn cleanup(&mut self, delivery: Delivery) {
+        // Written down before the caller hears: it may end the process at once.
+        let line = self.delivered.borrow_mut().delivered(&self.pod, &self.run);
+        self.append(line);
         self.queue.push_back(DurableAction::Deliver { delivery });
-        self.delivered
-            .borrow_mut()
-            .push((self.pod.clone(), self.run.clone()));
         self.phase = Phase::Cleaning;
         self.disconnected = None;
         self.next = Some((PodStep::Cleanup, 0));
@@ -684,6 +703,13 @@ impl DurableRun {
     fn log(&mut self, level: Level, message: String) {
         self.queue.push_back(DurableAction::Log { level, message });
     }
+
+    fn append(&mut self, line: Option<(String, String)>) {
+        if let Some((file, text)) = line {
+            self.queue
+                .push_back(DurableAction::AppendLedger { file, text });
+        }
+    }
 }
 
 /// What a run's `done` says (a finish step printed it): the command's code
@@ -713,6 +739,8 @@ fn delivery_of(code: i64) -> Delivery {
 mod tests {
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    use std::rc::Rc;
 
     use super::*;
     use crate::durable::UTILITIES;
@@ -1715,5 +1743,99 @@ mod tests {
         let (start, _) = exec(&actions).unwrap();
         next.on_fact(T0, DurableFact::Opened { request: start });
         assert!(list.borrow().is_empty(), "cleaned up by the start");
+    }
+
+    #[test]
+    fn the_ledger_is_read_before_the_first_start_and_each_delivery_is_written_down_before_the_caller_hears(
+    ) {
+        let list: Delivered = Rc::new(std::cell::RefCell::new(
+            crate::durable::DeliveredRuns::with_ledger(Some("/rt/ledger".into())),
+        ));
+        let spec = || DurableSpec {
+            namespace: "ci".into(),
+            pod: "job-pod".into(),
+            command: vec!["true".into()],
+        };
+        let left = "0123456789abcdef0123456789abcdef";
+        let mut first = DurableRun::new(
+            &settings(),
+            spec(),
+            RandomSource::seeded(1),
+            Rc::clone(&list),
+            T0,
+        );
+        let actions = drain(&mut first, T0);
+        assert_eq!(
+            actions,
+            vec![
+                DurableAction::ReadLedger {
+                    file: "/rt/ledger".into(),
+                    limit: LEDGER_LIMIT
+                },
+                DurableAction::Wait { until_ms: None }
+            ]
+        );
+        // Another run of the same process does not read it again.
+        let mut second = DurableRun::new(
+            &settings(),
+            spec(),
+            RandomSource::seeded(2),
+            Rc::clone(&list),
+            T0,
+        );
+        assert!(!drain(&mut second, T0)
+            .iter()
+            .any(|a| matches!(a, DurableAction::ReadLedger { .. })));
+        first.on_fact(
+            T0,
+            DurableFact::Ledger {
+                text: Some(format!("d {left} ci/job-pod\n")),
+            },
+        );
+        let actions = drain(&mut first, T0);
+        let Some(DurableAction::Exec {
+            request, cleanup, ..
+        }) = actions
+            .iter()
+            .find(|a| matches!(a, DurableAction::Exec { .. }))
+            .cloned()
+        else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(cleanup, vec![left.to_string()]);
+        first.on_fact(T0, DurableFact::Opened { request });
+        let actions = drain(&mut first, T0);
+        assert!(
+            actions.contains(&DurableAction::AppendLedger {
+                file: "/rt/ledger".into(),
+                text: format!("c {left}\n")
+            }),
+            "{actions:?}"
+        );
+        first.on_fact(T0, ended(request, Some(0), ""));
+        let actions = drain(&mut first, T0);
+        let written = actions.iter().position(|a| {
+            *a == DurableAction::AppendLedger {
+                file: "/rt/ledger".into(),
+                text: format!("d {} ci/job-pod\n", first.run_id()),
+            }
+        });
+        let given = actions
+            .iter()
+            .position(|a| matches!(a, DurableAction::Deliver { .. }));
+        assert!(
+            written.is_some() && written < given,
+            "written down before the caller hears: {actions:?}"
+        );
+        let (clean, step) = exec(&actions).unwrap();
+        assert_eq!(step, PodStep::Cleanup);
+        first.on_fact(T0, DurableFact::Opened { request: clean });
+        first.on_fact(T0, ended(clean, Some(0), ""));
+        let actions = drain(&mut first, T0);
+        assert!(actions.contains(&DurableAction::AppendLedger {
+            file: "/rt/ledger".into(),
+            text: format!("c {}\n", first.run_id())
+        }));
+        assert!(list.borrow().is_empty());
     }
 }

@@ -19,9 +19,11 @@
 //! and reports facts.
 
 mod action;
+mod delivered;
 mod machine;
 mod messages;
 
 pub use action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd, UTILITIES};
-pub use machine::{Delivered, DurableRun, DurableSpec, PING_EVERY_MS};
+pub use delivered::{Delivered, DeliveredRuns, LEDGER_NAME};
+pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};
 pub use messages::plain_cut;

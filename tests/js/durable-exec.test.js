@@ -660,6 +660,59 @@ test(`${F} a relative temp folder, even one whose name starts with "-", holds th
   assert.ok(fs.existsSync(path.join(env.folder(), '-tmp', '.k8s-auth-preflight')), 'the run folder is in the relative temp folder');
 });
 
+test(`${F} a host that ends in its status callback leaves its run's files; the job's next process removes them with its first durable exec in the pod`, async (t) => {
+  const env = await podServer(t);
+  const runnerTemp = tempDir(t, 'runner-temp');
+  const jobEnv = { ...durableEnv(), RUNNER_TEMP: runnerTemp };
+  const child = path.join(tempDir(t, 'durable-host'), 'host.js');
+  fs.writeFileSync(
+    child,
+    [
+      "const { createRequire } = require('node:module');",
+      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
+      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
+      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
+      `const api = resilientExec(kc, { env: ${JSON.stringify(jobEnv)}, logger: { debug() {}, info() {}, warning() {}, error() {} } });`,
+      "api.exec('ci', 'job-pod', 'job', ['sh', '-c', 'echo out; echo err >&2; exit 3'], process.stdout, process.stderr, null, false, (s) => { console.log('status', JSON.stringify(s)); process.exit(0); });",
+    ].join('\n'),
+  );
+  const { output, exited } = startHook(t, child);
+  assert.deepEqual(await exited, { code: 0, signal: null }, output());
+  assert.match(output(), /^out\nerr\nstatus .*"NonZeroExitCode"/s);
+  assert.equal(runFolders(env.folder()).length, 1, 'the ended host could not clean up');
+
+  const durable = preflight.resilientExec(env.kc, { env: jobEnv, logger: capture().logger });
+  const result = await runExec(durable, ['true']);
+  assert.deepEqual(result.status, { metadata: {}, status: 'Success' });
+  await waitFor(() => runFolders(env.folder()).length === 0, 5000, "both runs' files to be removed");
+  const ledger = fs.readFileSync(path.join(runnerTemp, 'k8s-auth-preflight-delivered-runs'), 'utf8');
+  assert.match(ledger, /^d [0-9a-f]{32} ci\/job-pod\nc [0-9a-f]{32}\nd [0-9a-f]{32} ci\/job-pod\nc [0-9a-f]{32}\n$/);
+});
+
+test(`${F} a ledger of delivered runs that is a link, a FIFO, a folder or 2 MB of junk is left alone, and the exec runs durably`, async (t) => {
+  const env = await podServer(t);
+  const target = path.join(tempDir(t, 'ledger-target'), 'precious');
+  fs.writeFileSync(target, 'precious\n');
+  const cases = {
+    link: (file) => fs.symlinkSync(target, file),
+    fifo: (file) => require('node:child_process').spawnSync('mkfifo', [file]),
+    folder: (file) => fs.mkdirSync(file),
+    junk: (file) => fs.writeFileSync(file, Buffer.alloc(2 << 20, 'd 0123456789abcdef0123456789abcdef ci/job-pod\n')),
+  };
+  for (const [name, make] of Object.entries(cases)) {
+    const runnerTemp = tempDir(t, `runner-temp-${name}`);
+    make(path.join(runnerTemp, 'k8s-auth-preflight-delivered-runs'));
+    const log = capture();
+    const durable = preflight.resilientExec(env.kc, { env: { ...durableEnv(), RUNNER_TEMP: runnerTemp }, logger: log.logger });
+    const result = await runExec(durable, ['sh', '-c', `echo ${name}`]);
+    assert.deepEqual(result.status, { metadata: {}, status: 'Success' }, name);
+    assert.equal(result.stdout.toString(), `${name}\n`);
+    assert.deepEqual(log.warning, [], name);
+  }
+  assert.equal(fs.readFileSync(target, 'utf8'), 'precious\n');
+  assert.equal(startSteps(env.server).length, 4, 'each ran durably');
+});
+
 test(`${F} a command too long to run durably (its arguments near the apiserver's URL limit) runs as a plain exec, with one warning`, async (t) => {
   const env = await podServer(t);
   const log = capture();

@@ -58,13 +58,16 @@ pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
                 phase: optional(&f, "phase")?,
                 deleting: optional(&f, "deleting")?,
             },
+            "ledger" => DurableFact::Ledger {
+                text: optional(&f, "text")?,
+            },
             "cancel" => DurableFact::Cancel {
                 signal: optional(&f, "signal")?,
             },
             "closed" => DurableFact::Closed,
             other => {
                 let problem = format!(
-                    "{} (expected opened, ended, failed, pod, cancel or closed)",
+                    "{} (expected opened, ended, failed, pod, ledger, cancel or closed)",
                     quoted(other)
                 );
                 return Err(Bad::new(problem).at("type"));
@@ -185,6 +188,16 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             kind("readPod"),
             ("request", number(u64::from(*request))),
             ("timeoutMs", number(*timeout_ms)),
+        ]),
+        DurableAction::ReadLedger { file, limit } => object(&[
+            kind("readLedger"),
+            ("file", text(file)),
+            ("limit", number(*limit as u64)),
+        ]),
+        DurableAction::AppendLedger { file, text: line } => object(&[
+            kind("appendLedger"),
+            ("file", text(file)),
+            ("text", text(line)),
         ]),
         DurableAction::Resolve => object(&[kind("resolve")]),
         DurableAction::Reject { request } => {
