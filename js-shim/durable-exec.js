@@ -303,6 +303,7 @@ function durableExec(machine, io, args) {
         for (;;) {
           const actions = machine.step(clock(), facts.splice(0));
           let untilMs = null;
+          let idle = false;
           for (const action of actions) {
             switch (action.type) {
               case 'exec':
@@ -340,6 +341,10 @@ function durableExec(machine, io, args) {
               case 'wait':
                 untilMs = action.untilMs;
                 break;
+              case 'idle':
+                untilMs = action.untilMs;
+                idle = true;
+                break;
               case 'done':
                 return;
               default:
@@ -350,6 +355,8 @@ function durableExec(machine, io, args) {
           const delay = untilMs === null ? null : Math.min(MAX_TIMER_MS, Math.max(0, untilMs - clock()));
           await new Promise((resolve) => {
             const timer = delay === null ? null : setTimeout(() => ((wake = null), resolve()), delay);
+            // An idle wait does not keep the process alive.
+            if (idle && timer) timer.unref();
             wake = () => {
               wake = null;
               clearTimeout(timer);

@@ -20,15 +20,21 @@
 // `done` alone: a start that arrives late finds the run claimed, and a
 // reattach knows whether it got everything.
 
+// A run's files but `done` (what a clean-up removes).
+const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
+
 // The run's folder and the offsets; the files of the delivered runs named
-// after them are removed (a start carries them: the clean-up of a run the
-// host could not wait for); the command is left in "$@".
+// after them are removed, by one `rm` in the background (a start carries
+// them: the clean-up of a run made in passing, or one the host could not
+// wait for; run ids are hex, so the list splits into its names and no
+// more); the command is left in "$@".
 const FOLDER = [
   // (A relative temp folder is the exec's working folder's; "./" keeps a
   // name starting with "-" from reading as an option.)
   'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
-  'clean(){ rm -f "$1/out" "$1/err" "$1/ep" "$1/op" "$1/wake" "$1/pid" "$1/w" "$1/code";}',
-  'while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&clean "$b/$1";k=$((k-1));shift;done',
+  `clean(){ rm -f ${FILES.map((f) => `"$1/${f}"`).join(' ')};}`,
+  `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&l="$l ${FILES.map((f) => `$1/${f}`).join(' ')}";k=$((k-1));shift;done`,
+  '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 2>&1 & }',
 ].join('\n');
 
 // Sends what the output files hold past the offsets, stdout to stdout and
@@ -47,9 +53,14 @@ const DRAIN = [
   '}',
 ].join('\n');
 
-// The run is done: its code and the sizes of its output, in one write (a
-// reader looks for a file that is not empty: `-s`).
+// The run is done: its code and the sizes of its output ("-" when the
+// reader did not count them), in one write (a reader looks for a file that
+// is not empty: `-s`).
 const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done"';
+
+// The sizes of the output files, into `zo` and `ze`, when `done` did not
+// give them: the files are whole once the code is written.
+const SIZES = '[ "$zo" = - ]&&{ [ -f "$so" ]&&[ -f "$se" ]||exit 97;zo=$(($(wc -c <"$so")));ze=$(($(wc -c <"$se")));}';
 
 // Streams until the command has ended and all its output is sent, writes
 // `done`, and exits with the command's code. A run already done sends what
@@ -67,7 +78,12 @@ const ATTACH = [
   DRAIN,
   // The run is done (another reader wrote it, or a kill): send what is left
   // past the offsets, and exit with the code if that adds up.
-  'over(){ read -r c zo ze <"$d/done";drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}',
+  `over(){ read -r c zo ze <"$d/done";case "$c" in ''|*[!0-9]*)exit 97;;esac;${SIZES};drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}`,
+  // The command ended: its files are whole. A status of ours is confirmed
+  // by a finish step that compares the sizes with what arrived, so they are
+  // counted; any other is the command's, and what is left is sent as is.
+  'rest(){ case "$c" in 9[4-8]|12[67]|1[2-9][0-9]|2[0-5][0-9])drain;return;;esac',
+  '[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&2||exit 97;};o=-;e=-;}',
   '[ -d "$d" ]||exit 98',
   '[ -s "$d/done" ]&&over',
   // Files removed before the end: the record is gone. (A redirection that
@@ -79,7 +95,7 @@ const ATTACH = [
   'q=0',
   'while :;do',
   '[ -s "$d/done" ]&&over',
-  `if [ -s "$d/code" ];then drain;read -r c <"$d/code";[ -s "$d/done" ]||${DONE};exit "$c";fi`,
+  `if [ -s "$d/code" ];then read -r c <"$d/code";rest;[ -s "$d/done" ]||${DONE};exit "$c";fi`,
   'drain',
   'if [ -n "$wp" ]&&[ -r /proc/$$/stat ];then z=;{ read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
   'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d/code" ]||{ drain;exit 94;};fi;fi',
@@ -135,7 +151,15 @@ const SCRIPTS = {
   attach: () => [FOLDER, ATTACH].join('\n'),
   // Prints `done` (the code and the sizes sent); 97 when the run is not
   // done, 98 when it has no folder, or its output files went away first.
-  finish: () => [FOLDER, '[ -d "$d" ]||exit 98', '[ -s "$d/done" ]||{ [ -f "$d/out" ]||exit 98;exit 97;}', 'cat "$d/done"'].join('\n'),
+  finish: () =>
+    [
+      FOLDER,
+      '[ -d "$d" ]||exit 98',
+      '[ -s "$d/done" ]||{ [ -f "$d/out" ]||exit 98;exit 97;}',
+      // (Sizes that cannot be counted stay "-": the core reads no record.)
+      'read -r c zo ze <"$d/done";[ "$zo" = - ]&&[ -f "$so" ]&&[ -f "$se" ]&&{ zo=$(($(wc -c <"$so")));ze=$(($(wc -c <"$se")));}',
+      'echo "$c $zo $ze"',
+    ].join('\n'),
   cleanup: () => [FOLDER, '[ -s "$d/done" ]||exit 0', 'clean "$d"'].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL.
   kill: () =>

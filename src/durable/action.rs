@@ -193,8 +193,25 @@ pub enum DurableAction {
         /// When to poll again at the latest.
         until_ms: Option<u64>,
     },
+    /// Nothing to do until `until_ms`, and nothing that should keep the
+    /// process alive: a host that ends meanwhile loses nothing.
+    Idle {
+        /// When to poll again.
+        until_ms: u64,
+    },
     /// The run is over for this process: abort anything in flight.
     Done,
+}
+
+impl DurableAction {
+    /// Whether the host has nothing more to do now after this one: a
+    /// wait, an idle wait, or the end.
+    pub fn ends_turn(&self) -> bool {
+        matches!(
+            self,
+            DurableAction::Wait { .. } | DurableAction::Idle { .. } | DurableAction::Done
+        )
+    }
 }
 
 /// What the host saw.

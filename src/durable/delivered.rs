@@ -109,6 +109,11 @@ impl DeliveredRuns {
         self.line(runs.iter().map(|r| format!("c {r}\n")).collect())
     }
 
+    /// Whether run `run` is remembered (its files not yet removed).
+    pub fn holds(&self, run: &str) -> bool {
+        self.runs.iter().any(|(_, r)| r == run)
+    }
+
     /// How many runs are remembered.
     pub fn len(&self) -> usize {
         self.runs.len()

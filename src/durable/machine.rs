@@ -34,6 +34,11 @@ const CLEANUPS_PER_START: usize = 8;
 pub const PING_EVERY_MS: u64 = 5_000;
 // A clean-up gets one attempt of this long: the caller waits on it.
 const CLEANUP_TIMEOUT_MS: u64 = 5_000;
+// A delivered run's own clean-up waits this long, idle (the process need
+// not stay for it): a start in the same pod made meanwhile (a host's next
+// exec, most often within milliseconds) removes its files in passing, with
+// no exec of its own.
+const CLEANUP_AFTER_MS: u64 = 2_000;
 // A stopping process has this long to stop the command (its host waits
 // 8 s in all): each kill attempt gets 2 s, and a failed one is made again
 // after a short pause.
@@ -295,6 +300,17 @@ impl DurableRun {
         if self.in_flight.is_some() {
             return DurableAction::Wait { until_ms: limit_at };
         }
+        if let (Phase::Cleaning, Some((PodStep::Cleanup, at))) = (self.phase, self.next) {
+            if !self.delivered.borrow().holds(&self.run) {
+                // Another start removed its files.
+                self.next = None;
+                self.finish_with(None);
+                return self.poll(now_ms);
+            }
+            if at > now_ms {
+                return DurableAction::Idle { until_ms: at };
+            }
+        }
         match self.next {
             Some((step, at)) if at <= now_ms => {
                 self.next = None;
@@ -409,7 +425,7 @@ impl DurableRun {
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
             // All the output is sent, and the status is the command's.
             (PodStep::Start | PodStep::Attach, Some(StepEnd::Code(code))) => {
-                self.cleanup(delivery_of(code))
+                self.cleanup(now_ms, delivery_of(code))
             }
             // One of our statuses, or the command's: the finish step says.
             (PodStep::Start | PodStep::Attach, Some(_)) => {
@@ -437,7 +453,7 @@ impl DurableRun {
                 }
             }
             (PodStep::Finish, Some(StepEnd::Code(0))) => match done(stdout) {
-                Some((code, sizes)) if sizes == received => self.cleanup(delivery_of(code)),
+                Some((code, sizes)) if sizes == received => self.cleanup(now_ms, delivery_of(code)),
                 Some((_, (out, err))) => {
                     let (got_out, got_err) = received;
                     let message = messages::output_lost(
@@ -598,16 +614,17 @@ impl DurableRun {
     }
 
     /// The code is known: the caller gets it at once, and the run's files
-    /// are removed after (a host that ends first leaves that to the next
-    /// start in the pod).
-    fn cleanup(&mut self, delivery: Delivery) {
+    /// are removed after, by the next start in the pod or, when none comes
+    /// soon, by a clean-up of its own (a host that ends first leaves it to
+    /// the job's next start in the pod).
+    fn cleanup(&mut self, now_ms: u64, delivery: Delivery) {
         // Written down before the caller hears: it may end the process at once.
         let line = self.delivered.borrow_mut().delivered(&self.pod, &self.run);
         self.append(line);
         self.queue.push_back(DurableAction::Deliver { delivery });
         self.phase = Phase::Cleaning;
         self.disconnected = None;
-        self.next = Some((PodStep::Cleanup, 0));
+        self.next = Some((PodStep::Cleanup, now_ms.saturating_add(CLEANUP_AFTER_MS)));
     }
 
     fn fall_back(&mut self, what: &str) {
@@ -774,7 +791,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..100 {
             let a = r.poll(now);
-            let stop = matches!(a, DurableAction::Wait { .. } | DurableAction::Done);
+            let stop = a.ends_turn();
             out.push(a);
             if stop {
                 return out;
@@ -868,23 +885,30 @@ mod tests {
         start
     }
 
+    /// After `actions` ended idle, waiting for a delivered run's own
+    /// clean-up: the actions when that wait is over.
+    fn idle_then(r: &mut DurableRun, actions: &[DurableAction]) -> Vec<DurableAction> {
+        let Some(DurableAction::Idle { until_ms }) = actions.last() else {
+            panic!("not idle: {actions:?}")
+        };
+        drain(r, *until_ms)
+    }
+
     /// From the end of the output to the delivery: the attach exits with
-    /// the command's `code`, the run is cleaned up, then the code is given.
+    /// the command's `code`, the code is given, then, after an idle wait,
+    /// the run is cleaned up.
     fn finish(r: &mut DurableRun, attach: u32, at: u64, code: i64) -> Vec<DurableAction> {
         r.on_fact(at, ended(attach, Some(code), ""));
         let mut actions = drain(r, at);
-        let (clean, step) = exec(&actions).unwrap();
-        assert_eq!(step, PodStep::Cleanup);
-        let given = actions
-            .iter()
-            .position(|a| matches!(a, DurableAction::Deliver { .. }));
-        let cleaned = actions
-            .iter()
-            .position(|a| matches!(a, DurableAction::Exec { .. }));
         assert!(
-            given < cleaned,
+            actions
+                .iter()
+                .any(|a| matches!(a, DurableAction::Deliver { .. })),
             "the code is given before the clean-up: {actions:?}"
         );
+        actions.extend(idle_then(r, &actions));
+        let (clean, step) = exec(&actions).unwrap();
+        assert_eq!(step, PodStep::Cleanup);
         r.on_fact(at, DurableFact::Opened { request: clean });
         r.on_fact(at, ended(clean, Some(0), ""));
         actions.extend(drain(r, at));
@@ -1287,15 +1311,20 @@ mod tests {
             r.on_fact(T0, ended(again, Some(0), &format!("{code} 10 5")));
             let actions = drain(&mut r, T0);
             assert_eq!(delivered(&actions), Some(Delivery::ExitCode(code)));
-            assert_eq!(exec(&actions).unwrap().1, PodStep::Cleanup);
+            assert_eq!(
+                exec(&idle_then(&mut r, &actions)).unwrap().1,
+                PodStep::Cleanup
+            );
         }
         // A status not ours needs no finish step.
         for code in [0, 1, 2, 3, 93, 99, 125] {
             let mut r = run();
             let start = started(&mut r);
             r.on_fact(T0, ended(start, Some(code), ""));
+            let actions = drain(&mut r, T0);
+            assert_eq!(delivered(&actions), Some(delivery_of(code)), "{code}");
             assert_eq!(
-                exec(&drain(&mut r, T0)).unwrap().1,
+                exec(&idle_then(&mut r, &actions)).unwrap().1,
                 PodStep::Cleanup,
                 "{code}"
             );
@@ -1705,7 +1734,7 @@ mod tests {
         first.on_fact(T0, ended(start, Some(0), ""));
         let actions = drain(&mut first, T0);
         assert_eq!(delivered(&actions), Some(Delivery::Success));
-        assert_eq!(exec(&actions).unwrap().1, PodStep::Cleanup);
+        assert!(matches!(actions.last(), Some(DurableAction::Idle { .. })));
         // The host stops: SIGTERM now kills nothing, the clean-up is not made.
         first.on_fact(
             T0,
@@ -1827,7 +1856,7 @@ mod tests {
             written.is_some() && written < given,
             "written down before the caller hears: {actions:?}"
         );
-        let (clean, step) = exec(&actions).unwrap();
+        let (clean, step) = exec(&idle_then(&mut first, &actions)).unwrap();
         assert_eq!(step, PodStep::Cleanup);
         first.on_fact(T0, DurableFact::Opened { request: clean });
         first.on_fact(T0, ended(clean, Some(0), ""));
@@ -1837,5 +1866,56 @@ mod tests {
             text: format!("c {}\n", first.run_id())
         }));
         assert!(list.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_start_in_the_pod_within_the_idle_wait_removes_the_runs_files_and_no_clean_up_of_its_own_is_made(
+    ) {
+        let list = Delivered::default();
+        let spec = || DurableSpec {
+            namespace: "ci".into(),
+            pod: "job-pod".into(),
+            command: vec!["true".into()],
+        };
+        let mut first = DurableRun::new(
+            &settings(),
+            spec(),
+            RandomSource::seeded(1),
+            Rc::clone(&list),
+            T0,
+        );
+        let start = started(&mut first);
+        first.on_fact(T0, ended(start, Some(0), ""));
+        let actions = drain(&mut first, T0);
+        assert_eq!(
+            actions.last(),
+            Some(&DurableAction::Idle {
+                until_ms: T0 + CLEANUP_AFTER_MS
+            })
+        );
+        let mut next = DurableRun::new(
+            &settings(),
+            spec(),
+            RandomSource::seeded(2),
+            Rc::clone(&list),
+            T0 + 5,
+        );
+        let actions = drain(&mut next, T0 + 5);
+        let Some(DurableAction::Exec {
+            request, cleanup, ..
+        }) = actions
+            .iter()
+            .find(|a| matches!(a, DurableAction::Exec { .. }))
+            .cloned()
+        else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(cleanup, vec![first.run_id().to_string()]);
+        next.on_fact(T0 + 5, DurableFact::Opened { request });
+        // The first run's wait ends with nothing left to do.
+        assert_eq!(
+            drain(&mut first, T0 + CLEANUP_AFTER_MS),
+            vec![DurableAction::Done]
+        );
     }
 }

@@ -134,17 +134,16 @@ pub struct WasmDurable {
 impl WasmDurable {
     /// Takes the facts, returns the actions up to a wait or the end.
     pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
-        use crate::durable::DurableAction;
         let now = time(now_ms)?;
         for fact in read(facts, "facts", wire::durable_facts)? {
             self.run.on_fact(now, fact);
         }
         let (run, command) = (&mut self.run, &self.command);
-        Ok(steps(
+        steps(
             || run.poll(now),
             |a| wire::durable_action(a, command),
-            |a| matches!(a, DurableAction::Wait { .. } | DurableAction::Done),
-        ))
+            |a| a.ends_turn(),
+        )
     }
 }
 
@@ -205,11 +204,11 @@ impl WasmCheck {
         for fact in read(facts, "facts", wire::facts)? {
             self.check.on_fact(now, fact).map_err(fact_error)?;
         }
-        Ok(steps(
+        steps(
             || self.check.poll(now),
             write,
             |a| matches!(a, CheckAction::Wait { .. } | CheckAction::Done { .. }),
-        ))
+        )
     }
 }
 
@@ -260,11 +259,11 @@ impl WasmCall {
                 .on_result(request, now, result)
                 .map_err(result_error)?;
         }
-        Ok(steps(
+        steps(
             || self.call.poll(now),
             wire::call_action,
             |a| matches!(a, CallAction::Wait { .. } | CallAction::Done { .. }),
-        ))
+        )
     }
 }
 
@@ -274,15 +273,22 @@ fn steps<A>(
     mut poll: impl FnMut() -> A,
     out: impl Fn(&A) -> JsValue,
     ends: impl Fn(&A) -> bool,
-) -> js_sys::Array {
+) -> Result<js_sys::Array, JsValue> {
+    // A machine's turn is a few actions; this many is a bug of ours, said
+    // as one rather than a process that runs out of memory.
+    const MOST: usize = 10_000;
     let actions = js_sys::Array::new();
-    loop {
+    for _ in 0..MOST {
         let action = poll();
         actions.push(&out(&action));
         if ends(&action) {
-            return actions;
+            return Ok(actions);
         }
     }
+    Err(error(
+        "PREFLIGHT_BUG",
+        &format!("k8s-auth-preflight: a machine asked for {MOST} actions without a wait"),
+    ))
 }
 
 fn fact_error(e: FactError) -> JsValue {

@@ -216,6 +216,7 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             kind("wait"),
             ("untilMs", until_ms.map_or(JsValue::NULL, number)),
         ]),
+        DurableAction::Idle { until_ms } => object(&[kind("idle"), ("untilMs", number(*until_ms))]),
         DurableAction::Done => object(&[kind("done")]),
     }
 }
