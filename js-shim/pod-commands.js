@@ -31,10 +31,14 @@ const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
 const FOLDER = [
   // (A relative temp folder is the exec's working folder's; "./" keeps a
   // name starting with "-" from reading as an option.)
-  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";d="$b/$1";o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
+  // The shell's own complaints (a job killed, a file not there) are not
+  // the command's stderr: fd 2 goes to /dev/null, and the command's stderr
+  // is written to fd 6, the exec's own; nothing started from here keeps 6.
+  'exec 6>&2 2>/dev/null',
+  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
   `clean(){ rm -f ${FILES.map((f) => `"$1/${f}"`).join(' ')};}`,
   `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&l="$l ${FILES.map((f) => `$1/${f}`).join(' ')}";k=$((k-1));shift;done`,
-  '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 2>&1 & }',
+  '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 6>&- & }',
 ].join('\n');
 
 // Sends what the output files hold past the offsets, stdout to stdout and
@@ -47,9 +51,9 @@ const FOLDER = [
 const DRAIN = [
   'drain(){ m=0',
   'if [ -s "$so" ];then n=$(($(wc -c <"$so")))',
-  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$so" 2>/dev/null|head -c $((n-o))||exit 97;o=$n;m=1;fi;fi',
+  'if [ "$n" -gt "$o" ];then tail -c +$((o+1)) "$so"|head -c $((n-o))||exit 97;o=$n;m=1;fi;fi',
   'if [ -s "$se" ];then n=$(($(wc -c <"$se")))',
-  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$se" 2>/dev/null|head -c $((n-e)) >&2||exit 97;e=$n;m=1;fi;fi',
+  'if [ "$n" -gt "$e" ];then tail -c +$((e+1)) "$se"|head -c $((n-e)) >&6||exit 97;e=$n;m=1;fi;fi',
   '}',
 ].join('\n');
 
@@ -83,7 +87,8 @@ const ATTACH = [
   // by a finish step that compares the sizes with what arrived, so they are
   // counted; any other is the command's, and what is left is sent as is.
   'rest(){ case "$c" in 9[4-8]|12[67]|1[2-9][0-9]|2[0-5][0-9])drain;return;;esac',
-  '[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&2||exit 97;};o=-;e=-;}',
+  '[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&6||exit 97;};o=-;e=-;}',
+  'attach(){',
   '[ -d "$d" ]||exit 98',
   '[ -s "$d/done" ]&&over',
   // Files removed before the end: the record is gone. (A redirection that
@@ -91,38 +96,60 @@ const ATTACH = [
   '[ -f "$d/out" ]&&[ -f "$d/err" ]||exit 98',
   'exec 3<>"$d/wake" 4<"$d/out" 5<"$d/err"',
   '[ -r /proc/self/fd/4 ]&&[ -r /proc/self/fd/5 ]&&{ so=/proc/self/fd/4;se=/proc/self/fd/5;}',
-  '[ -n "$wp" ]||read -r wp <"$d/w" 2>/dev/null',
   'q=0',
   'while :;do',
   '[ -s "$d/done" ]&&over',
   `if [ -s "$d/code" ];then read -r c <"$d/code";rest;[ -s "$d/done" ]||${DONE};exit "$c";fi`,
   'drain',
+  '[ -n "$wp" ]||read -r wp <"$d/w" 2>/dev/null',
   'if [ -n "$wp" ]&&[ -r /proc/$$/stat ];then z=;{ read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
   'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d/code" ]||{ drain;exit 94;};fi;fi',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
-  '(sleep $s 2>/dev/null||sleep 1;echo t >&3) >/dev/null 2>&1 &',
+  '(sleep $s||sleep 1;echo t >&3) >/dev/null 6>&- &',
   't=$!',
   'read -r _ <&3',
   'kill "$t" 2>/dev/null',
   'done',
+  '}',
 ].join('\n');
 
 // The detached command: a session of its own (a cut stream neither signals
 // nor blocks it, and its group can be stopped), apart from the process that
 // waits for it and the relays (a command that signals its own group, `kill
-// 0`, stops only itself), stdin from /dev/null, run as a program (`setsid`
-// executes it: never a builtin of a shell), stdout and stderr through relays
-// into the files, so that output of children that outlive it still
-// arrives, as a runtime's pipes wait for it. The exit code is written (in
-// one write, into the folder made again if the command removed it) once
-// both relays have ended; then the reader is woken.
-const LAUNCH = [
-  `setsid sh -c 'd=$0;echo $$ >"$d/w";cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!`,
-  `setsid "$@" </dev/null >"$d/op" 2>"$d/ep" & p=$!;echo $p >"$d/pid";wait $p;x=$?;wait $r;wait $c`,
-  `mkdir -p "$d" 2>/dev/null;echo $x >"$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 2>&1 &`,
-  'wp=$!',
+// 0`, stops only itself), stdin from /dev/null, run as a program (`exec` of
+// a shell that first writes its pid: never a builtin; it opens the files
+// itself, so that a shell's note of how its child ended, written with the
+// child's redirections still on, never lands in the output), stdout and stderr
+// through relays into the files, so that output of children that outlive
+// it still arrives, as a runtime's pipes wait for it. The exit code is
+// written (in one write, into the folder made again if the command removed
+// it) once both relays have ended; then the reader is woken. Neither the
+// waiter nor the command is an asynchronous list (`&`): a shell starts those
+// with SIGINT and SIGQUIT ignored, and no shell can undo that. The waiter is
+// the left side of a pipeline whose right side is the reader; this step's
+// own shell stays until both have ended.
+const LAUNCH =
+  `setsid sh -c 'd=$0;echo $$ >"$d/w";cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!
+setsid sh -c '\\''exec </dev/null >"$0/op" 2>"$0/ep";echo $$ >"$0/pid";exec "$@"'\\'' "$d" "$@";x=$?;wait $r;wait $c
+[ -d "$d" ]||mkdir -p "$d";echo $x >"$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 6>&-|attach`;
+
+// The claim: only one start ever makes it. Its mark is a file made with
+// O_EXCL (`set -C`: the shell's own, no process; `true`, not `:`, whose
+// failed redirection would end the shell) among the claims in
+// /dev/shm, apart from the temp folder a command may empty, else (no
+// writable /dev/shm) the `mkdir` of the run's folder. `own` is 1 when the
+// claim is this step's (`own`); then the run's folder exists, or the step
+// exits 96.
+const CLAIM = [
+  '[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null',
+  'own=0;if [ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
+  'if [ "$own" = 1 ];then mkdir "$d" 2>/dev/null||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null;}||exit 96;fi',
+  'else mkdir "$d" 2>/dev/null&&own=1||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null&&own=1||exit 96;};fi',
 ].join('\n');
+
+// Whether the run was claimed: its folder, or its mark.
+const CLAIMED = '{ [ -d "$d" ]||[ -e "$cm/$r" ];}';
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -136,19 +163,20 @@ function startScript(utilities) {
     `i=200;for u in ${names.join(' ')};do command -v "$u" >/dev/null 2>&1||exit "$i";i=$((i+1));done`,
     // (PATH searched as exec searches it: a builtin of the same name is not the program.)
     'case "$1" in */*)[ -f "$1" ]&&[ -x "$1" ]||exit 95;;*)f=;set -f;IFS=:;for x in $PATH;do [ -f "${x:-.}/$1" ]&&[ -x "${x:-.}/$1" ]&&{ f=1;break;};done;unset IFS;set +f;[ -n "$f" ]||exit 95;;esac',
-    // The claim: only one mkdir of the run's folder succeeds, ever.
-    'c=0;mkdir "$d" 2>/dev/null&&c=1||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null&&c=1||exit 96;}',
-    'if [ "$c" = 1 ];then',
-    ': >"$d/out"&&: >"$d/err"&&mkfifo "$d/wake" "$d/ep" "$d/op"||{ rm -rf "$d";exit 96;}',
-    LAUNCH,
-    'fi',
     ATTACH,
+    CLAIM,
+    'if [ "$own" = 1 ];then',
+    'true >"$d/out"&&true >"$d/err"&&mkfifo "$d/wake" "$d/ep" "$d/op"||{ rm -rf "$d";exit 96;}',
+    LAUNCH,
+    'exit $?',
+    'fi',
+    'attach',
   ].join('\n');
 }
 
 const SCRIPTS = {
-  look: () => [FOLDER, '[ -d "$d" ]||exit 98'].join('\n'),
-  attach: () => [FOLDER, ATTACH].join('\n'),
+  look: () => [FOLDER, `${CLAIMED}||exit 98`].join('\n'),
+  attach: () => [FOLDER, ATTACH, 'attach'].join('\n'),
   // Prints `done` (the code and the sizes sent); 97 when the run is not
   // done, 98 when it has no folder, or its output files went away first.
   finish: () =>
@@ -161,13 +189,17 @@ const SCRIPTS = {
       'echo "$c $zo $ze"',
     ].join('\n'),
   cleanup: () => [FOLDER, '[ -s "$d/done" ]||exit 0', 'clean "$d"'].join('\n'),
-  // TERM to the command's group, up to 2 s for it to end, then KILL.
+  // TERM to the command's group, up to 2 s for it to end, then KILL. A run
+  // not yet claimed is claimed here, so that no start that arrives later
+  // starts it: 98, nothing was started.
   kill: () =>
     [
       FOLDER,
-      '[ -d "$d" ]||exit 0',
+      CLAIM,
+      '[ "$own" = 1 ]&&{ c=killed;o=-;e=-;' + DONE + ';exit 98;}',
       // (The pid is written a moment after the claim.)
       'i=0;while [ ! -s "$d/pid" ]&&[ ! -s "$d/code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
+      '[ -d "$d" ]||exit 0',
       'p=$(cat "$d/pid" 2>/dev/null)',
       'if [ -n "$p" ];then',
       'kill -TERM -"$p" 2>/dev/null',

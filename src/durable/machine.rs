@@ -45,11 +45,16 @@ const CLEANUP_AFTER_MS: u64 = 2_000;
 const KILL_WINDOW_MS: u64 = 6_000;
 const KILL_ATTEMPT_MS: u64 = 2_000;
 const KILL_PAUSE_MS: u64 = 250;
-/// A command longer than this (its arguments' bytes) runs as a plain exec:
-/// the start step's URL carries the command and a script of about 2.5 KB
-/// (percent-encoded), and a proxy in front of the apiserver may refuse a
-/// URL of 8 KB that the plain exec's fits in.
-pub const MAX_COMMAND_BYTES: usize = 8_192;
+/// A command longer than this in the exec URL ([`url_bytes`]) runs as a
+/// plain exec: the start step's URL carries the command and a script of
+/// about 6.5 KB (percent-encoded), and an apiserver (16 KB of headers for
+/// Node's, 8 KB a line for a default nginx in front) may refuse a URL that
+/// the plain exec's fits in.
+pub const MAX_COMMAND_BYTES: usize = 5_120;
+// Starts that failed and were looked for in vain this many times, while
+// the apiserver answered the looks: the start itself is refused (its URL,
+// a proxy's limit), and the command runs as a plain exec.
+const STARTS_REFUSED: u32 = 3;
 // Attempts are bounded by the time without a connection; this only bounds
 // a line whose steps keep failing at once.
 const MAX_ATTEMPTS: u32 = 10_000;
@@ -126,6 +131,8 @@ pub struct DurableRun {
     cleaning: Vec<String>,
     /// The ledger of delivered runs is being read: no start before it is.
     reading_ledger: bool,
+    /// Starts that failed and that a look then found never claimed.
+    starts_refused: u32,
 }
 
 impl DurableRun {
@@ -139,12 +146,12 @@ impl DurableRun {
         delivered: Delivered,
         now_ms: u64,
     ) -> DurableRun {
-        let length: usize = spec.command.iter().map(|part| part.len() + 1).sum();
+        let length = url_bytes(&spec.command);
         let too_long = length > MAX_COMMAND_BYTES;
         let nothing = spec.command.is_empty();
         let mut run = DurableRun::with(settings, spec, random, delivered, now_ms);
         if too_long {
-            let what = format!("got a command of {length} bytes, too long to run durably (at most {MAX_COMMAND_BYTES})");
+            let what = format!("got a command of {length} bytes in its URL, too long to run durably (at most {MAX_COMMAND_BYTES})");
             run.fall_back(&what);
         } else if nothing {
             // The runtime's own answer to an empty command is the caller's.
@@ -204,6 +211,7 @@ impl DurableRun {
             delivered,
             cleaning: Vec::new(),
             reading_ledger: false,
+            starts_refused: 0,
         }
         .reading_the_ledger()
     }
@@ -421,6 +429,11 @@ impl DurableRun {
                 }
                 self.finish_with(None);
             }
+            // Claimed by the kill itself: nothing was started, nor will be.
+            (PodStep::Kill, Some(StepEnd::NoRecord)) => {
+                self.may_have_started = false;
+                self.cancelled(true, "")
+            }
             (PodStep::Kill, Some(_)) => self.cancelled(true, ""),
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
             // All the output is sent, and the status is the command's.
@@ -441,8 +454,16 @@ impl DurableRun {
             (PodStep::Look, Some(StepEnd::NoRecord)) => {
                 // Never claimed: no start reached the pod, so one may be made.
                 self.may_have_started = false;
+                self.starts_refused += 1;
                 match self.final_start_error {
                     Some(request) => self.reject(request),
+                    None if self.starts_refused >= STARTS_REFUSED => {
+                        let what = format!(
+                            "refused {STARTS_REFUSED} starts while it answered (last error: {})",
+                            self.last_error
+                        );
+                        self.fall_back(&what)
+                    }
                     None => self.lost(
                         now_ms,
                         why,
@@ -523,6 +544,12 @@ impl DurableRun {
                 return;
             }
             PodStep::Start => {
+                // A URL too long for the apiserver or a proxy in front: the
+                // plain exec's is shorter, and nothing was started.
+                if let FailureStage::Answered { status: 414 | 431 } = stage {
+                    let what = format!("refused the start as too long ({})", self.last_error);
+                    return self.fall_back(&what);
+                }
                 if !stage.never_reached() {
                     self.may_have_started = true;
                     if let FailureStage::Answered { status } = stage {
@@ -645,9 +672,13 @@ impl DurableRun {
             return;
         }
         self.cancelled_by = Some(signal.to_string());
-        if !self.may_have_started {
+        // A start still out may yet reach the pod: the kill claims the run
+        // first, so a start that arrives after it starts nothing.
+        let start_out = matches!(self.in_flight, Some((_, PodStep::Start)));
+        if !self.may_have_started && !start_out {
             return self.cancelled(true, "");
         }
+        self.may_have_started = true;
         self.log(Level::Warning, messages::stopping(&self.pod, signal));
         self.phase = Phase::Killing;
         self.disconnected = None;
@@ -742,6 +773,22 @@ fn done(stdout: &str) -> Option<(i64, (u64, u64))> {
     let code = number(fields.next()).filter(|c| *c <= 255)?;
     let sizes = (number(fields.next())?, number(fields.next())?);
     fields.next().is_none().then_some((code as i64, sizes))
+}
+
+/// How many bytes `command` takes in an exec URL: `command=<value>&` for
+/// each part, percent-encoded as client-node's query string encodes it.
+pub fn url_bytes(command: &[String]) -> usize {
+    let encoded = |b: &u8| {
+        if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(b) {
+            1
+        } else {
+            3
+        }
+    };
+    command
+        .iter()
+        .map(|part| "command=&".len() + part.bytes().map(|b| encoded(&b)).sum::<usize>())
+        .sum()
 }
 
 fn delivery_of(code: i64) -> Delivery {
@@ -1418,8 +1465,30 @@ mod tests {
             other => panic!("{other:?}"),
         }
 
+        // A start still out: the kill goes, and claims the run if the start
+        // did not (98): then nothing was started.
+        for (kill_status, said) in [(98, "was not started"), (0, "was stopped")] {
+            let mut r = run();
+            let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+            r.on_fact(T0, sigterm());
+            let (kill, step) = exec(&drain(&mut r, T0)).unwrap();
+            assert_eq!(step, PodStep::Kill);
+            r.on_fact(T0, DurableFact::Opened { request: start });
+            r.on_fact(T0, ended(kill, Some(kill_status), ""));
+            let actions = drain(&mut r, T0);
+            match delivered(&actions) {
+                Some(Delivery::Failed { reason, message }) => {
+                    assert_eq!(reason, "Cancelled");
+                    assert!(message.contains(said), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+
+        // No start out yet (the ledger is being read, say): nothing to stop.
         let mut r = run();
-        let _ = drain(&mut r, T0);
+        r.in_flight = None;
+        r.next = Some((PodStep::Start, T0 + 1_000));
         r.on_fact(
             T0,
             DurableFact::Cancel {
@@ -1635,10 +1704,12 @@ mod tests {
             vec![DurableAction::Plain, DurableAction::Done]
         );
 
+        // Counted as in the URL: a multi-byte letter is 6 bytes there.
+        assert_eq!(url_bytes(&["é x".into()]), 9 + 6 + 3 + 1);
         let mut long = run_of(vec![
             "sh".into(),
             "-c".into(),
-            "x".repeat(MAX_COMMAND_BYTES),
+            "é".repeat(MAX_COMMAND_BYTES / 6),
         ]);
         let actions = drain(&mut long, T0);
         let warnings = logs(&actions, Level::Warning);
@@ -1652,8 +1723,10 @@ mod tests {
             actions[actions.len() - 2..],
             [DurableAction::Plain, DurableAction::Done]
         );
-        let mut fits = run_of(vec!["x".repeat(MAX_COMMAND_BYTES - 1)]);
+        let mut fits = run_of(vec!["x".repeat(MAX_COMMAND_BYTES - 9)]);
         assert!(exec(&drain(&mut fits, T0)).is_some());
+        let mut over = run_of(vec!["x".repeat(MAX_COMMAND_BYTES - 8)]);
+        assert!(exec(&drain(&mut over, T0)).is_none());
 
         // The start found the command is no program: the runtime says so.
         let mut r = run();
@@ -1916,6 +1989,82 @@ mod tests {
         assert_eq!(
             drain(&mut first, T0 + CLEANUP_AFTER_MS),
             vec![DurableAction::Done]
+        );
+    }
+
+    #[test]
+    fn a_start_refused_as_too_long_or_refused_again_and_again_while_looks_answer_runs_plainly_with_a_warning(
+    ) {
+        for status in [414, 431] {
+            let mut r = run();
+            let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+            r.on_fact(
+                T0,
+                DurableFact::Failed {
+                    request: start,
+                    facts: answered(status),
+                },
+            );
+            let actions = drain(&mut r, T0);
+            assert_eq!(
+                actions[actions.len() - 2..],
+                [DurableAction::Plain, DurableAction::Done],
+                "{status}"
+            );
+            let warnings = logs(&actions, Level::Warning);
+            assert!(
+                warnings[0].contains("refused the start as too long"),
+                "{warnings:?}"
+            );
+        }
+        // A start hung up on, and a look that finds nothing, three times.
+        let mut r = run();
+        let mut now = T0;
+        let hung_up = || ErrorFacts {
+            codes: vec!["ECONNRESET".into()],
+            message: "socket hang up".into(),
+            ..ErrorFacts::default()
+        };
+        let mut starts = 0;
+        let end = loop {
+            let actions = drain(&mut r, now);
+            if actions.last() == Some(&DurableAction::Done) {
+                break actions;
+            }
+            match exec(&actions) {
+                Some((start, PodStep::Start)) => {
+                    starts += 1;
+                    r.on_fact(
+                        now,
+                        DurableFact::Failed {
+                            request: start,
+                            facts: hung_up(),
+                        },
+                    );
+                }
+                Some((look, PodStep::Look)) => {
+                    r.on_fact(now, DurableFact::Opened { request: look });
+                    r.on_fact(now, ended(look, Some(98), ""));
+                }
+                None => match actions.last() {
+                    Some(DurableAction::Wait {
+                        until_ms: Some(until),
+                    }) => now = *until,
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            }
+            assert!(starts <= 3, "started {starts} times");
+        };
+        assert_eq!(starts, 3);
+        assert_eq!(
+            end[end.len() - 2..],
+            [DurableAction::Plain, DurableAction::Done]
+        );
+        let warnings = logs(&end, Level::Warning);
+        assert!(
+            warnings[0].contains("refused 3 starts while it answered (last error: "),
+            "{warnings:?}"
         );
     }
 }

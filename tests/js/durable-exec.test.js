@@ -713,6 +713,68 @@ test(`${F} a ledger of delivered runs that is a link, a FIFO, a folder or 2 MB o
   assert.equal(startSteps(env.server).length, 4, 'each ran durably');
 });
 
+// ---- found by a third attack on the packed package ----------------------------
+
+test(`${F} a command that removes our folders while its start's answer is lost runs once: never a second start, never a success without its output`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const command = ['sh', '-c', 'echo ran >> lost.starts; rm -rf "${TMPDIR:-/tmp}"/.k8s-auth-preflight; sleep 1.5; echo done'];
+  const file = () => path.join(env.folder(), 'lost.starts');
+  // The race (the look before the command removed the folder, or after) goes
+  // either way: a few tries.
+  for (let i = 0; i < 3; i++) {
+    fs.rmSync(file(), { force: true });
+    env.server.armTrigger({ route: 'exec pods' }, [{ phase: 'applyThenCut', ms: 0 }, { phase: 'slow', slowMs: 700, ms: 500 }, { phase: 'healthy' }]);
+    const result = await runExec(durable, command);
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(starts(env.folder(), 'lost'), 1, `try ${i}: the command ran more than once`);
+    if (result.status && result.status.status === 'Success') assert.equal(result.stdout.toString(), 'done\n', `try ${i}`);
+    else assert.ok(result.status && ['RunRecordMissing', 'StreamLost'].includes(result.status.reason), `try ${i}: ${JSON.stringify(result.status)}`);
+  }
+});
+
+test(`${F} a command stopped by SIGINT or SIGQUIT is stopped, as the plain exec's is (nothing of ours starts it with them ignored)`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const plain = new k8s.Exec(env.kc);
+  for (const signal of ['INT', 'QUIT']) {
+    const command = ['sh', '-c', `kill -${signal} $$; echo survived`];
+    const a = await runExec(plain, command);
+    const b = await runExec(durable, command);
+    assert.deepEqual(b, a, signal);
+    assert.equal(a.stdout.length, 0, `${signal}: the plain exec's command was stopped`);
+  }
+});
+
+test(`${F} SIGTERM while the start's answer is still on its way: the command is stopped if it started, and nothing starts after`, async (t) => {
+  const env = await podServer(t);
+  env.server.configure({ execResults: [{ contains: 'term-pid', delayUpgradeMs: 3000 }] });
+  const child = hookScript(t, env, ['sh', '-c', 'echo $$ > term-pid; sleep 30']);
+  const { hook, output, exited } = startHook(t, child);
+  const pidFile = path.join(env.folder(), 'term-pid');
+  await waitFor(() => fs.existsSync(pidFile), 10_000, `the command to start (hook said: ${output()})`);
+  hook.kill('SIGTERM');
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  await waitFor(() => !alive(pid), 8000, `the command ${pid} to be stopped (hook said: ${output()})`);
+  const { signal } = await exited;
+  assert.equal(signal, 'SIGTERM');
+  assert.doesNotMatch(output(), /was not started/);
+});
+
+test(`${F} a command of 4 KB whose letters take 6 bytes each in the URL runs as a plain exec with a warning, at once, with the plain client's result`, async (t) => {
+  const env = await podServer(t);
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const plain = new k8s.Exec(env.kc);
+  const command = ['sh', '-c', `echo ${'é'.repeat(2000)} | wc -c`];
+  const a = await runExec(plain, command);
+  const b = await runExec(durable, command);
+  assert.deepEqual(b, a);
+  assert.equal(a.stdout.toString().trim(), '4001');
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /bytes in its URL, too long to run durably/);
+});
+
 test(`${F} a command too long to run durably (its arguments near the apiserver's URL limit) runs as a plain exec, with one warning`, async (t) => {
   const env = await podServer(t);
   const log = capture();
