@@ -923,6 +923,36 @@ mod tests {
             .collect()
     }
 
+    /// The exec asked for among `actions`: its request and the runs it
+    /// cleans up.
+    fn start_and_cleanup(actions: &[DurableAction]) -> (u32, Vec<String>) {
+        actions
+            .iter()
+            .find_map(|a| match a {
+                DurableAction::Exec {
+                    request, cleanup, ..
+                } => Some((*request, cleanup.clone())),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no exec: {actions:?}"))
+    }
+
+    /// A run of `true` in pod `ci/<pod>` sharing `list`, made at `now`.
+    fn run_in(pod: &str, seed: u64, list: &Delivered, now: u64) -> DurableRun {
+        let spec = DurableSpec {
+            namespace: "ci".into(),
+            pod: pod.into(),
+            command: vec!["true".into()],
+        };
+        DurableRun::new(
+            &settings(),
+            spec,
+            RandomSource::seeded(seed),
+            Rc::clone(list),
+            now,
+        )
+    }
+
     /// A run started and attached at T0: the request of its start.
     fn started(r: &mut DurableRun) -> u32 {
         let (start, step) = exec(&drain(r, T0)).unwrap();
@@ -1791,18 +1821,7 @@ mod tests {
     fn a_clean_up_not_made_is_left_to_the_next_start_in_the_pod_and_a_signal_after_the_delivery_kills_nothing(
     ) {
         let list = Delivered::default();
-        let spec = |pod: &str| DurableSpec {
-            namespace: "ci".into(),
-            pod: pod.into(),
-            command: vec!["true".into()],
-        };
-        let mut first = DurableRun::new(
-            &settings(),
-            spec("job-pod"),
-            RandomSource::seeded(1),
-            Rc::clone(&list),
-            T0,
-        );
+        let mut first = run_in("job-pod", 1, &list, T0);
         let start = started(&mut first);
         first.on_fact(T0, ended(start, Some(0), ""));
         let actions = drain(&mut first, T0);
@@ -1819,13 +1838,7 @@ mod tests {
         assert_eq!(list.borrow().len(), 1);
 
         // Another pod's start leaves it; the same pod's start cleans it up.
-        let mut other = DurableRun::new(
-            &settings(),
-            spec("other-pod"),
-            RandomSource::seeded(2),
-            Rc::clone(&list),
-            T0,
-        );
+        let mut other = run_in("other-pod", 2, &list, T0);
         let cleanup_of = |actions: &[DurableAction]| {
             actions.iter().find_map(|a| match a {
                 DurableAction::Exec { cleanup, .. } => Some(cleanup.clone()),
@@ -1833,13 +1846,7 @@ mod tests {
             })
         };
         assert_eq!(cleanup_of(&drain(&mut other, T0)), Some(vec![]));
-        let mut next = DurableRun::new(
-            &settings(),
-            spec("job-pod"),
-            RandomSource::seeded(3),
-            Rc::clone(&list),
-            T0,
-        );
+        let mut next = run_in("job-pod", 3, &list, T0);
         let actions = drain(&mut next, T0);
         assert_eq!(cleanup_of(&actions), Some(vec![first.run_id().to_string()]));
         let (start, _) = exec(&actions).unwrap();
@@ -1853,19 +1860,8 @@ mod tests {
         let list: Delivered = Rc::new(std::cell::RefCell::new(
             crate::durable::DeliveredRuns::with_ledger(Some("/rt/ledger".into())),
         ));
-        let spec = || DurableSpec {
-            namespace: "ci".into(),
-            pod: "job-pod".into(),
-            command: vec!["true".into()],
-        };
         let left = "0123456789abcdef0123456789abcdef";
-        let mut first = DurableRun::new(
-            &settings(),
-            spec(),
-            RandomSource::seeded(1),
-            Rc::clone(&list),
-            T0,
-        );
+        let mut first = run_in("job-pod", 1, &list, T0);
         let actions = drain(&mut first, T0);
         assert_eq!(
             actions,
@@ -1878,13 +1874,7 @@ mod tests {
             ]
         );
         // Another run of the same process does not read it again.
-        let mut second = DurableRun::new(
-            &settings(),
-            spec(),
-            RandomSource::seeded(2),
-            Rc::clone(&list),
-            T0,
-        );
+        let mut second = run_in("job-pod", 2, &list, T0);
         assert!(!drain(&mut second, T0)
             .iter()
             .any(|a| matches!(a, DurableAction::ReadLedger { .. })));
@@ -1895,15 +1885,7 @@ mod tests {
             },
         );
         let actions = drain(&mut first, T0);
-        let Some(DurableAction::Exec {
-            request, cleanup, ..
-        }) = actions
-            .iter()
-            .find(|a| matches!(a, DurableAction::Exec { .. }))
-            .cloned()
-        else {
-            panic!("{actions:?}")
-        };
+        let (request, cleanup) = start_and_cleanup(&actions);
         assert_eq!(cleanup, vec![left.to_string()]);
         first.on_fact(T0, DurableFact::Opened { request });
         let actions = drain(&mut first, T0);
@@ -1945,18 +1927,7 @@ mod tests {
     fn a_start_in_the_pod_within_the_idle_wait_removes_the_runs_files_and_no_clean_up_of_its_own_is_made(
     ) {
         let list = Delivered::default();
-        let spec = || DurableSpec {
-            namespace: "ci".into(),
-            pod: "job-pod".into(),
-            command: vec!["true".into()],
-        };
-        let mut first = DurableRun::new(
-            &settings(),
-            spec(),
-            RandomSource::seeded(1),
-            Rc::clone(&list),
-            T0,
-        );
+        let mut first = run_in("job-pod", 1, &list, T0);
         let start = started(&mut first);
         first.on_fact(T0, ended(start, Some(0), ""));
         let actions = drain(&mut first, T0);
@@ -1966,23 +1937,9 @@ mod tests {
                 until_ms: T0 + CLEANUP_AFTER_MS
             })
         );
-        let mut next = DurableRun::new(
-            &settings(),
-            spec(),
-            RandomSource::seeded(2),
-            Rc::clone(&list),
-            T0 + 5,
-        );
+        let mut next = run_in("job-pod", 2, &list, T0 + 5);
         let actions = drain(&mut next, T0 + 5);
-        let Some(DurableAction::Exec {
-            request, cleanup, ..
-        }) = actions
-            .iter()
-            .find(|a| matches!(a, DurableAction::Exec { .. }))
-            .cloned()
-        else {
-            panic!("{actions:?}")
-        };
+        let (request, cleanup) = start_and_cleanup(&actions);
         assert_eq!(cleanup, vec![first.run_id().to_string()]);
         next.on_fact(T0 + 5, DurableFact::Opened { request });
         // The first run's wait ends with nothing left to do.

@@ -310,9 +310,12 @@ function startHook(t, child) {
   return { hook, output: () => printed, exited };
 }
 
-/** A hook process's script: one durable exec of `command` through the installed package, its lines and status printed. */
-function hookScript(t, env, command) {
-  const child = path.join(tempDir(t, 'durable-hook'), 'hook.js');
+/**
+ * A host process's script through the installed package: `kc`, `env`
+ * (`hostEnv`) and `resilientExec` at hand, then the lines of `body`.
+ */
+function hostScript(t, env, body, hostEnv = durableEnv()) {
+  const child = path.join(tempDir(t, 'durable-host'), 'host.js');
   fs.writeFileSync(
     child,
     [
@@ -320,12 +323,19 @@ function hookScript(t, env, command) {
       `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
       "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
       `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
-      `const env = ${JSON.stringify(durableEnv())};`,
-      "const logger = { debug() {}, info: (m) => console.log('info', m), warning: (m) => console.log('warning', m), error: (m) => console.log('error', m) };",
-      `resilientExec(kc, { env, logger }).exec('ci', 'job-pod', 'job', ${JSON.stringify(command)}, process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));`,
+      `const env = ${JSON.stringify(hostEnv)};`,
+      ...body,
     ].join('\n'),
   );
   return child;
+}
+
+/** A hook process's script: one durable exec of `command`, its lines and status printed. */
+function hookScript(t, env, command) {
+  return hostScript(t, env, [
+    "const logger = { debug() {}, info: (m) => console.log('info', m), warning: (m) => console.log('warning', m), error: (m) => console.log('error', m) };",
+    `resilientExec(kc, { env, logger }).exec('ci', 'job-pod', 'job', ${JSON.stringify(command)}, process.stdout, process.stderr, null, false, (s) => console.log('status', JSON.stringify(s)));`,
+  ]);
 }
 
 function alive(pid) {
@@ -582,24 +592,16 @@ test(`${F} a command that kills what waits for it in the pod: the exec fails at 
 
 test(`${F} a host that lives on through SIGINT (a handler of its own): each run is stopped and told so, and the host's handler runs once per signal`, async (t) => {
   const env = await podServer(t);
-  const child = path.join(tempDir(t, 'durable-host'), 'host.js');
   const command = (n) => ['sh', '-c', `echo $$ > cmd${n}.pid; sleep 60`];
-  fs.writeFileSync(
-    child,
-    [
-      "const { createRequire } = require('node:module');",
-      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
-      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
-      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
-      `const api = resilientExec(kc, { env: ${JSON.stringify(durableEnv())}, logger: { debug() {}, info() {}, warning() {}, error() {} } });`,
-      "process.on('SIGINT', () => console.log('host-handler'));",
-      'const keep = setInterval(() => {}, 1000);',
-      'const one = (command) => new Promise((resolve) => {',
-      "  api.exec('ci', 'job-pod', 'job', command, process.stdout, process.stderr, null, false, (s) => { console.log('status', JSON.stringify(s)); resolve(); });",
-      '});',
-      `(async () => { await one(${JSON.stringify(command(1))}); await one(${JSON.stringify(command(2))}); console.log('both'); clearInterval(keep); })();`,
-    ].join('\n'),
-  );
+  const child = hostScript(t, env, [
+    "const api = resilientExec(kc, { env, logger: { debug() {}, info() {}, warning() {}, error() {} } });",
+    "process.on('SIGINT', () => console.log('host-handler'));",
+    'const keep = setInterval(() => {}, 1000);',
+    'const one = (command) => new Promise((resolve) => {',
+    "  api.exec('ci', 'job-pod', 'job', command, process.stdout, process.stderr, null, false, (s) => { console.log('status', JSON.stringify(s)); resolve(); });",
+    '});',
+    `(async () => { await one(${JSON.stringify(command(1))}); await one(${JSON.stringify(command(2))}); console.log('both'); clearInterval(keep); })();`,
+  ]);
   const { hook, output, exited } = startHook(t, child);
   for (const n of [1, 2]) {
     const pidFile = path.join(env.folder(), `cmd${n}.pid`);
@@ -664,17 +666,14 @@ test(`${F} a host that ends in its status callback leaves its run's files; the j
   const env = await podServer(t);
   const runnerTemp = tempDir(t, 'runner-temp');
   const jobEnv = { ...durableEnv(), RUNNER_TEMP: runnerTemp };
-  const child = path.join(tempDir(t, 'durable-host'), 'host.js');
-  fs.writeFileSync(
-    child,
+  const child = hostScript(
+    t,
+    env,
     [
-      "const { createRequire } = require('node:module');",
-      `const req = createRequire(${JSON.stringify(path.join(consumer.consumerDir, 'package.json'))});`,
-      "const k8s = req('@kubernetes/client-node'); const { resilientExec } = req('k8s-auth-preflight');",
-      `const kc = new k8s.KubeConfig(); kc.loadFromFile(${JSON.stringify(env.kubeconfigPath)});`,
-      `const api = resilientExec(kc, { env: ${JSON.stringify(jobEnv)}, logger: { debug() {}, info() {}, warning() {}, error() {} } });`,
+      "const api = resilientExec(kc, { env, logger: { debug() {}, info() {}, warning() {}, error() {} } });",
       "api.exec('ci', 'job-pod', 'job', ['sh', '-c', 'echo out; echo err >&2; exit 3'], process.stdout, process.stderr, null, false, (s) => { console.log('status', JSON.stringify(s)); process.exit(0); });",
-    ].join('\n'),
+    ],
+    jobEnv,
   );
   const { output, exited } = startHook(t, child);
   assert.deepEqual(await exited, { code: 0, signal: null }, output());
