@@ -79,7 +79,7 @@ const median = (xs) => {
       '| --- | --- | --- | --- | --- |',
       ...rows,
       '',
-      'A durable exec is three execs when healthy (start and attach in one, finish, clean-up); the attach sees the end at once through its FIFO.',
+      "A durable exec is one exec when healthy (its start streams the output and exits with the command's code); its clean-up is made in passing by the next start in the pod, or 2 s later. The difference is the pod side: about eight process starts (the claim's mkdir, mkfifo, the waiter, two relays, the command's session, a tick).",
     ].join('\n');
     console.log(table);
     if (write) {
