@@ -207,7 +207,9 @@ describe('the loopback apiserver inside a namespace: a reset exec stream (netns.
     }
     assert.equal(client.lines.some((l) => JSON.parse(l).ev === 'status'), false, 'a status came through the reset');
     const marker = path.join(podRoot, 'ci', 'job-pod', 'marker.txt');
-    for (let i = 0; i < 250 && !fs.existsSync(marker); i++) await sleep(20);
+    // (The shell makes the file, then writes to it: wait for the line.)
+    const written = () => fs.existsSync(marker) && fs.readFileSync(marker, 'utf8').endsWith('\n');
+    for (let i = 0; i < 250 && !written(); i++) await sleep(20);
     assert.equal(fs.readFileSync(marker, 'utf8'), 'survived\n');
 
     apiserver.kill('SIGTERM');
