@@ -382,6 +382,10 @@ test(`${F} the caller closing the stream before the status stops following the r
   const result = await run;
   assert.equal(result.status, null, 'no status after the caller closed');
   await waitFor(() => fs.existsSync(path.join(env.folder(), 'closed.after')), 5000, 'the command to go on');
+  // The run ends in the pod (its reader, no longer followed, writes `done`
+  // last) before the pod's folder is removed.
+  const runs = path.join(env.folder(), 'tmp', '.k8s-auth-preflight');
+  await waitFor(() => fs.readdirSync(runs).every((run) => fs.existsSync(path.join(runs, run, 'done'))), 5000, 'the run to end in the pod');
 });
 
 test(`${F} an exec refused for good (the pod does not exist): the caller gets the plain client's own rejection`, async (t) => {
