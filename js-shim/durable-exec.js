@@ -230,6 +230,7 @@ function durableExec(machine, io, args) {
             push({ type: 'opened', request });
             stopWatch = watchStream(opened, {
               hasStatus: () => status !== null,
+              endAtStatus: true,
               pingEveryMs: action.pingEveryMs,
               pongDeadlineMs: action.pongDeadlineMs,
               onEnd: ({ status: got, why }) =>

@@ -28,6 +28,12 @@ const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
 // them: the clean-up of a run made in passing, or one the host could not
 // wait for; run ids are hex, so the list splits into its names and no
 // more); the command is left in "$@".
+// Our utilities run in the C locale (a utility that loads a locale, as
+// GNU coreutils does for LANG=C.UTF-8, takes about twice as long to start);
+// the command gets the caller's LC_ALL back, set or unset as it was.
+const C_LOCALE = '[ -n "${LC_ALL+x}" ]&&{ la=$LC_ALL;lx=1;};LC_ALL=C;export LC_ALL';
+const RESTORE_LOCALE = 'if [ -n "$lx" ];then LC_ALL=$la;else unset LC_ALL;fi';
+
 const FOLDER = [
   // (A relative temp folder is the exec's working folder's; "./" keeps a
   // name starting with "-" from reading as an option.)
@@ -35,6 +41,7 @@ const FOLDER = [
   // the command's stderr: fd 2 goes to /dev/null, and the command's stderr
   // is written to fd 6, the exec's own; nothing started from here keeps 6.
   'exec 6>&2 2>/dev/null',
+  C_LOCALE,
   'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
   `clean(){ rm -f ${FILES.map((f) => `"$1/${f}"`).join(' ')};}`,
   `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&l="$l ${FILES.map((f) => `$1/${f}`).join(' ')}";k=$((k-1));shift;done`,
@@ -117,22 +124,28 @@ const ATTACH = [
 // The detached command: a session of its own (a cut stream neither signals
 // nor blocks it, and its group can be stopped), apart from the process that
 // waits for it and the relays (a command that signals its own group, `kill
-// 0`, stops only itself), stdin from /dev/null, run as a program (`exec` of
-// a shell that first writes its pid: never a builtin; it opens the files
-// itself, so that a shell's note of how its child ended, written with the
-// child's redirections still on, never lands in the output), stdout and stderr
-// through relays into the files, so that output of children that outlive
-// it still arrives, as a runtime's pipes wait for it. The exit code is
-// written (in one write, into the folder made again if the command removed
-// it) once both relays have ended; then the reader is woken. Neither the
-// waiter nor the command is an asynchronous list (`&`): a shell starts those
-// with SIGINT and SIGQUIT ignored, and no shell can undo that. The waiter is
-// the left side of a pipeline whose right side is the reader; this step's
-// own shell stays until both have ended.
-const LAUNCH =
-  `setsid sh -c 'd=$0;echo $$ >"$d/w";cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!
-setsid sh -c '\\''exec </dev/null >"$0/op" 2>"$0/ep";echo $$ >"$0/pid";exec "$@"'\\'' "$d" "$@";x=$?;wait $r;wait $c
-[ -d "$d" ]||mkdir -p "$d";echo $x >"$d/code";echo w 1<>"$d/wake"' "$d" "$@" </dev/null >/dev/null 6>&-|attach`;
+// 0`, stops only itself), stdin from /dev/null, run as a program (`exec`:
+// never a builtin), stdout and stderr through relays into the files, so
+// that output of children that outlive it still arrives, as a runtime's
+// pipes wait for it. The exit code is written (in one write, into the
+// folder made again if the command removed it) once both relays have ended;
+// then the reader is woken. Neither the waiter nor the command is an
+// asynchronous list (`&`): a shell starts those with SIGINT and SIGQUIT
+// ignored, and no shell can undo that. The waiter is a subshell, the left
+// side of a pipeline whose right side is the reader; this step's own shell
+// stays until both have ended. The command is a subshell of the waiter that
+// writes its pid (its own, read from /proc/self/stat: `$$` is the step's
+// shell), opens the files (so that the waiter's note of how it ended never
+// lands in the output) and becomes `setsid` and then the command, keeping
+// its pid; without /proc, a shell in the new session writes its pid and
+// becomes the command. Every process started here is a fork or a small
+// utility: each costs about a millisecond, paid by every healthy exec.
+const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d/w";fi
+cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!
+${RESTORE_LOCALE}
+if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d/pid";exec </dev/null >"$d/op" 2>"$d/ep";exec setsid "$@")
+else setsid sh -c 'exec </dev/null >"$0/op" 2>"$0/ep";echo $$ >"$0/pid";exec "$@"' "$d" "$@";fi;x=$?;wait $r;wait $c
+[ -d "$d" ]||mkdir -p "$d";echo $x >"$d/code";echo w 1<>"$d/wake") </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
 // O_EXCL (`set -C`: the shell's own, no process; `true`, not `:`, whose
@@ -202,9 +215,11 @@ const SCRIPTS = {
       '[ -d "$d" ]||exit 0',
       'p=$(cat "$d/pid" 2>/dev/null)',
       'if [ -n "$p" ];then',
-      'kill -TERM -"$p" 2>/dev/null',
+      // (The pid is written a moment before its session is made: then the
+      // process itself, which would become the command.)
+      'kill -TERM -"$p" 2>/dev/null||{ [ -s "$d/code" ]||kill -TERM "$p" 2>/dev/null;}',
       'i=0;while [ ! -s "$d/code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
-      'kill -KILL -"$p" 2>/dev/null',
+      'kill -KILL -"$p" 2>/dev/null||{ [ -s "$d/code" ]||kill -KILL "$p" 2>/dev/null;}',
       'fi',
       'c=killed;[ -s "$d/code" ]&&read -r c <"$d/code";o=-;e=-',
       `[ -s "$d/done" ]||${DONE}`,

@@ -8,9 +8,11 @@
  * `socket` the exec's WebSocket; `hasStatus()` whether its status arrived;
  * `pingEveryMs`/`pongDeadlineMs` from the core; `onEnd({ status, why })`
  * is called once: `status` true when it ended with its status, else `why`
- * says what was seen. Returns `stop()`, which ends the watch quietly.
+ * says what was seen. With `endAtStatus`, the stream counts as ended as soon
+ * as its status has arrived (the server sends nothing after it), not when
+ * the server has closed it. Returns `stop()`, which ends the watch quietly.
  */
-function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd }) {
+function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, endAtStatus = false }) {
   let ended = false;
   let lastHeard = performance.now();
   let failure = null;
@@ -37,6 +39,8 @@ function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd }) 
   });
   on('message', () => {
     lastHeard = performance.now();
+    // (client-node hears each frame before this listener, which came later.)
+    if (endAtStatus) setImmediate(() => hasStatus() && end(null));
   });
   on('error', (error) => {
     failure = (error && error.message) || 'the connection failed';

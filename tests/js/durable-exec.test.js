@@ -22,6 +22,8 @@ const { consumer, k8s, preflight, NAMESPACE, fastEnv, setup, tempDir, waitFor } 
 const F = `[${consumer.flavour}]`;
 const POD = 'job-pod';
 const RUN_LIMIT_MS = 30_000;
+// A status the server sent arrives within this, even when the stream stays open.
+const HELD_LIMIT_MS = 10_000;
 
 /** Fast settings, durable execs on: a pong deadline of 2 s, 20 s without a connection at most. */
 function durableEnv(overrides = {}) {
@@ -499,6 +501,41 @@ test(`${F} commands the plain exec runs as programs: exec, exit, echo -e, a miss
     const a = await outcome(plain, command);
     const b = await outcome(durable, command);
     assert.deepEqual(b, a, JSON.stringify(command));
+  }
+});
+
+test(`${F} a stream the server holds open after its status: the durable exec delivers at the status, as the plain client does, not at the end of the stream`, async (t) => {
+  const env = await podServer(t);
+  env.server.configure({ execResults: [{ contains: 'held-open', openAfterStatusMs: 2 * RUN_LIMIT_MS }] });
+  const log = capture();
+  // (A held stream answers no ping either: a pong deadline longer than the
+  // wait keeps a reattach from hiding a wait for the end.)
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv({ EXEC_PONG_DEADLINE_MS: 3 * HELD_LIMIT_MS }), logger: log.logger });
+  const command = ['sh', '-c', 'echo held-open; echo e >&2; exit 5'];
+  for (const [name, api] of [['plain', new k8s.Exec(env.kc)], ['durable', durable]]) {
+    let timer;
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${name}: no status within ${HELD_LIMIT_MS} ms`)), HELD_LIMIT_MS);
+    });
+    const r = await Promise.race([runExec(api, command), late]).finally(() => clearTimeout(timer));
+    assert.deepEqual(r.status && r.status.details.causes, [{ reason: 'ExitCode', message: '5' }], name);
+    assert.equal(r.stdout.toString(), 'held-open\n', name);
+    assert.equal(r.stderr.toString(), 'e\n', name);
+  }
+  assert.equal(env.server.execs.filter((e) => JSON.stringify(e.command).includes('held-open')).length, 2, 'one exec by each client');
+  assert.deepEqual(log.warning, [], 'no cut, no reattach');
+});
+
+test(`${F} the command's environment is the plain exec's: LC_ALL unset, set, empty or odd, LANG set (our utilities run in the C locale, the command never does)`, async (t) => {
+  // (PWD is set by the shell that starts the command: docs/CALLS.md.)
+  const entries = (bytes) => bytes.toString('latin1').split('\0').filter((e) => e && !e.startsWith('PWD=')).sort();
+  for (const podEnv of [{}, { LANG: 'C.UTF-8' }, { LC_ALL: 'de_DE.UTF-8', LANG: 'C.UTF-8' }, { LC_ALL: '' }, { LC_ALL: 'a b\nc=$(x)' }]) {
+    const env = await podServer(t, { podEnv });
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+    const a = await runExec(new k8s.Exec(env.kc), ['env', '-0']);
+    const b = await runExec(durable, ['env', '-0']);
+    assert.equal(b.status.status, 'Success', JSON.stringify(podEnv));
+    assert.deepEqual(entries(b.stdout), entries(a.stdout), JSON.stringify(podEnv));
   }
 });
 

@@ -44,6 +44,12 @@
  * apiserver that lost its kubelet connection may; the exec's outcome is
  * 'closed-without-status' (exitCode still says how the command ended).
  *
+ * A stream held open after its status: an entry's `openAfterStatusMs` (ms
+ * >= 0) makes the server stop reading the socket after the status frame (a
+ * close the client sends goes unanswered) and close it that long after, as
+ * a proxy that keeps a finished connection open may: the status has
+ * arrived, the end of the stream has not.
+ *
  * 'exited' means the status was written to the socket, not that it arrived:
  * after a reset the server only learns of the cut when it next writes. Once
  * the socket has closed, exec.closeCode is the WebSocket close code the
@@ -121,6 +127,9 @@ function checkExecResults(value) {
     }
     if (r.upgradeFaultTimes !== undefined && !(Number.isInteger(r.upgradeFaultTimes) && r.upgradeFaultTimes >= 0)) {
       throw new RangeError(`upgradeFaultTimes must be a non-negative integer, got ${JSON.stringify(r.upgradeFaultTimes)}`);
+    }
+    if (r.openAfterStatusMs !== undefined && !(Number.isFinite(r.openAfterStatusMs) && r.openAfterStatusMs >= 0)) {
+      throw new RangeError(`openAfterStatusMs must be a non-negative number, got ${JSON.stringify(r.openAfterStatusMs)}`);
     }
     if (r.closeWithoutStatus !== undefined && typeof r.closeWithoutStatus !== 'boolean') {
       throw new TypeError(`closeWithoutStatus must be a boolean, got ${JSON.stringify(r.closeWithoutStatus)}`);
@@ -203,6 +212,18 @@ function frame(channel, payload) {
  * closed before the status went out) and endedAtMs.
  */
 function createExecHandler({ later, settings, container = null }) {
+  // The close after a status: at once, or held open as `result` says.
+  const closeAfterStatus = (ws, result) => {
+    if (!result.openAfterStatusMs) ws.close(1000);
+    else {
+      // (ws answers a close frame on its own; unread, it stays unanswered.)
+      if (ws._socket) ws._socket.pause();
+      later(result.openAfterStatusMs, () => {
+        if (ws._socket) ws._socket.resume();
+        if (ws.readyState === ws.OPEN) ws.close(1000);
+      });
+    }
+  };
   // The started process of each exec log entry (real container only).
   const processes = new WeakMap();
   // Each open stream's end, so that close() can wait until the log says how they ended.
@@ -362,7 +383,7 @@ function createExecHandler({ later, settings, container = null }) {
         }
         exec.exitCode = exitCode;
         exec.endedAtMs = Date.now();
-        ws.close(1000);
+        closeAfterStatus(ws, result);
       };
       if (result.delayMs) later(result.delayMs, respond);
       else respond();
@@ -495,7 +516,7 @@ function createExecHandler({ later, settings, container = null }) {
         ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exec.exitCode))));
         end('exited');
       }
-      ws.close(1000);
+      closeAfterStatus(ws, result);
     });
   }
 
