@@ -15,6 +15,7 @@ const { podCommand } = require('./pod-commands');
 const { readLedger, appendLedger } = require('./ledger-file');
 const { watchStream } = require('./stream-watch');
 const { withAbortSignal } = require('./host');
+const core = require('../pkg/k8s_auth_preflight.js');
 
 // setTimeout's own limit; longer waits wake and look again.
 const MAX_TIMER_MS = 0x7fffffff;
@@ -60,8 +61,6 @@ class DurableSocket extends EventEmitter {
 // The runs of this process: SIGINT and SIGTERM stop their commands first.
 const runs = new Set();
 let signalHandlers = null;
-// How long a stopping process waits for its runs' commands to be stopped.
-const CANCEL_WAIT_MS = 8000;
 
 function register(run) {
   runs.add(run);
@@ -89,23 +88,21 @@ let cancelling = null;
 
 function cancelAll(signal) {
   if (cancelling) return;
-  // A host with handlers of its own decides what the signal does; without
-  // them, it ends the process, as it would have without ours.
-  const hostHandles = process.listenerCount(signal) > 1;
+  // (The host's own handlers: every listener but ours.)
+  const raise = core.raiseAfterStop(process.listenerCount(signal) - 1);
   const ended = [...runs].map((run) => run.cancel(signal));
   let timer;
   const waited = new Promise((resolve) => {
-    timer = setTimeout(resolve, CANCEL_WAIT_MS);
+    timer = setTimeout(resolve, core.stopWaitMs());
   });
   cancelling = Promise.race([Promise.all(ended), waited]).then(() => {
     clearTimeout(timer);
     cancelling = null;
-    if (hostHandles) {
+    if (!raise) {
       if (runs.size === 0) removeHandlers();
       return;
     }
     removeHandlers();
-    // The signal's own effect, now that the commands were told to stop.
     process.kill(process.pid, signal);
   });
 }

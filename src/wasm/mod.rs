@@ -123,6 +123,20 @@ pub fn cut_status(pod: &str, why: &str) -> JsValue {
     wire::unknown_status(crate::durable::plain_cut(pod, why))
 }
 
+/// How long a process that is stopping waits for its durable runs' commands
+/// to be stopped (`crate::durable::STOP_WAIT_MS`).
+#[wasm_bindgen(js_name = stopWaitMs)]
+pub fn stop_wait_ms() -> f64 {
+    crate::durable::STOP_WAIT_MS as f64
+}
+
+/// Whether the process raises the signal again after its runs were stopped,
+/// given how many handlers of its own the host has for it.
+#[wasm_bindgen(js_name = raiseAfterStop)]
+pub fn raise_after_stop(host_handlers: u32) -> bool {
+    crate::durable::raise_after_stop(host_handlers)
+}
+
 /// One durable exec (`crate::durable::DurableRun`).
 #[wasm_bindgen(js_name = Durable)]
 pub struct WasmDurable {
