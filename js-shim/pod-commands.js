@@ -29,10 +29,16 @@ const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
 // wait for; run ids are hex, so the list splits into its names and no
 // more); the command is left in "$@".
 // Our utilities run in the C locale (a utility that loads a locale, as
-// GNU coreutils does for LANG=C.UTF-8, takes about twice as long to start);
-// the command gets the caller's LC_ALL back, set or unset as it was.
-const C_LOCALE = '[ -n "${LC_ALL+x}" ]&&{ la=$LC_ALL;lx=1;};LC_ALL=C;export LC_ALL';
-const RESTORE_LOCALE = 'if [ -n "$lx" ];then LC_ALL=$la;else unset LC_ALL;fi';
+// GNU coreutils does for LANG=C.UTF-8, takes about twice as long to start).
+const C_LOCALE = 'lx=;[ -n "${LC_ALL+x}" ]&&lx=1;LC_ALL=C;export LC_ALL';
+// The environment the exec was given, as the shell's `export -p` prints it
+// (to be read back in), taken by a start before it sets a variable of its
+// own: a variable of the container's that one of ours shares a name with
+// would reach the command with our value.
+const KEEP_ENV = 'ev=$(export -p)';
+// What the command gets: the environment the exec was given (LC_ALL unset
+// again if it was), read back once nothing of ours is needed but "$@".
+const RESTORE_ENV = '[ -n "$lx" ]||unset LC_ALL;eval "$ev"';
 
 const FOLDER = [
   // (A relative temp folder is the exec's working folder's; "./" keeps a
@@ -138,13 +144,15 @@ const ATTACH = [
 // shell), opens the files (so that the waiter's note of how it ended never
 // lands in the output) and becomes `setsid` and then the command, keeping
 // its pid; without /proc, a shell in the new session writes its pid and
-// becomes the command. Every process started here is a fork or a small
+// becomes the command. Between writing its pid and becoming the command it
+// looks for `done`: a kill writes it before it looks for the pid, so either
+// the kill finds the pid, or the command finds `done` and never starts.
+// Every process started here is a fork or a small
 // utility: each costs about a millisecond, paid by every healthy exec.
 const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d/w";fi
 cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!
-${RESTORE_LOCALE}
-if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d/pid";exec </dev/null >"$d/op" 2>"$d/ep";exec setsid "$@")
-else setsid sh -c 'exec </dev/null >"$0/op" 2>"$0/ep";echo $$ >"$0/pid";exec "$@"' "$d" "$@";fi;x=$?;wait $r;wait $c
+if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d/pid";exec </dev/null >"$d/op" 2>"$d/ep";[ -s "$d/done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
+else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0/op" 2>"$0/ep";echo $$ >"$0/pid";[ -s "$0/done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;wait $r;wait $c
 [ -d "$d" ]||mkdir -p "$d";echo $x >"$d/code";echo w 1<>"$d/wake") </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
@@ -170,6 +178,7 @@ function startScript(utilities) {
     return u;
   });
   return [
+    KEEP_ENV,
     FOLDER,
     // Nothing is claimed before every utility is known to be there, and the
     // command is known to be a program.
@@ -210,6 +219,11 @@ const SCRIPTS = {
       FOLDER,
       CLAIM,
       '[ "$own" = 1 ]&&{ c=killed;o=-;e=-;' + DONE + ';exit 98;}',
+      // Marked done before the pid is looked for: a start that writes its
+      // pid later finds the mark and starts nothing (the folder is made
+      // here if the start that claimed the run has not made it yet).
+      '[ -d "$d" ]||mkdir -p "$d" 2>/dev/null||exit 0',
+      `[ -s "$d/done" ]||{ c=killed;o=-;e=-;${DONE};}`,
       // (The pid is written a moment after the claim.)
       'i=0;while [ ! -s "$d/pid" ]&&[ ! -s "$d/code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
       '[ -d "$d" ]||exit 0',

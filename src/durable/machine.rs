@@ -78,8 +78,21 @@ enum Phase {
 struct Disconnection {
     since_ms: u64,
     line: Line,
+    /// Whether nothing more is to be said of it (the run's first
+    /// connection is no reattach; a reattach is said once).
     warned: bool,
+    /// Whether the cut was told (the run's first connection is no cut).
+    told: bool,
+    /// When a stream opened again, and the bytes received by then. A stream
+    /// that holds (for [`HELD_MS`], or brings output) ends the
+    /// disconnection; one cut again at once does not: its line, its backoff
+    /// and its time go on, and nothing is said again.
+    reattached: Option<(u64, (u64, u64))>,
 }
+
+/// How long a stream that opened again must hold, with no output, to count
+/// as a connection: a round of pings.
+const HELD_MS: u64 = PING_EVERY_MS;
 
 /// One durable exec. Feed it facts with [`DurableRun::on_fact`] and take
 /// actions from [`DurableRun::poll`] until `Done`.
@@ -125,6 +138,9 @@ pub struct DurableRun {
     /// the whole time).
     setup_timeouts: u32,
     disconnected: Option<Disconnection>,
+    /// The bytes of stdout and stderr the host has passed on, as its last
+    /// report said.
+    received: (u64, u64),
     queue: VecDeque<DurableAction>,
     delivered: Delivered,
     /// The delivered runs the start out now cleans up.
@@ -206,7 +222,10 @@ impl DurableRun {
                 since_ms: now_ms,
                 line: Line::new(backoff, now_ms),
                 warned: true,
+                told: false,
+                reattached: None,
             }),
+            received: (0, 0),
             queue: VecDeque::new(),
             delivered,
             cleaning: Vec::new(),
@@ -254,6 +273,7 @@ impl DurableRun {
             } => {
                 if let Some(step) = self.step_of(request) {
                     self.in_flight = None;
+                    self.received = received;
                     self.ended(now_ms, step, exit_code, (&stdout, received), &why);
                 }
             }
@@ -333,6 +353,9 @@ impl DurableRun {
 
     fn limit_at(&self) -> Option<u64> {
         let d = self.disconnected.as_ref()?;
+        if d.reattached.is_some() {
+            return None;
+        }
         Some(d.since_ms.saturating_add(self.limit_ms))
     }
 
@@ -394,10 +417,14 @@ impl DurableRun {
                 let line = self.delivered.borrow_mut().cleaned(&cleaning);
                 self.append(line);
             }
-            if let Some(d) = self.disconnected.take() {
+            let received = self.received;
+            if let Some(d) = &mut self.disconnected {
+                d.reattached = Some((now_ms, received));
                 if !d.warned {
+                    d.warned = true;
                     let after = now_ms.saturating_sub(d.since_ms);
-                    self.log(Level::Info, messages::reattached(&self.pod, after));
+                    let line = messages::reattached(&self.pod, after);
+                    self.log(Level::Info, line);
                 }
             }
         }
@@ -613,20 +640,39 @@ impl DurableRun {
         if self.last_error.is_empty() || !why.is_empty() {
             self.last_error = why.to_string();
         }
+        let received = self.received;
+        let held = self
+            .disconnected
+            .as_ref()
+            .and_then(|d| d.reattached)
+            .is_some_and(|(at, bytes)| now_ms.saturating_sub(at) >= HELD_MS || bytes != received);
+        if held {
+            self.disconnected = None;
+        }
         match &mut self.disconnected {
             None => {
                 self.disconnected = Some(Disconnection {
                     since_ms: now_ms,
                     line: Line::new(self.backoff, now_ms),
                     warned: false,
+                    told: true,
+                    reattached: None,
                 });
                 self.log(Level::Warning, messages::cut(&self.pod, why));
                 self.next = Some((step, now_ms));
             }
-            Some(d) => match d.line.next_delay(&class, now_ms, &mut self.random) {
-                Some(delay) => self.next = Some((step, now_ms.saturating_add(millis(delay)))),
-                None => self.give_up(),
-            },
+            Some(d) => {
+                d.reattached = None;
+                let tell = !d.told;
+                d.told = true;
+                match d.line.next_delay(&class, now_ms, &mut self.random) {
+                    Some(delay) => self.next = Some((step, now_ms.saturating_add(millis(delay)))),
+                    None => self.give_up(),
+                }
+                if tell {
+                    self.log(Level::Warning, messages::cut(&self.pod, why));
+                }
+            }
         }
     }
 
@@ -1572,8 +1618,9 @@ mod tests {
         assert_eq!(step, PodStep::Start);
         assert_eq!(start_setup, 65_000, "a start is awaited whole");
         r.on_fact(T0, DurableFact::Opened { request: start });
-        r.on_fact(T0, ended(start, None, ""));
-        let mut now = T0;
+        // (A stream that held: the attach goes at once.)
+        r.on_fact(T0 + HELD_MS, ended(start, None, ""));
+        let mut now = T0 + HELD_MS;
         let mut waits = Vec::new();
         let (mut attach, step, mut setup) = setup_of(&drain(&mut r, now)).unwrap();
         assert_eq!(step, PodStep::Attach);
@@ -1589,9 +1636,72 @@ mod tests {
         assert_eq!(waits, vec![10_000, 20_000, 40_000, 65_000, 65_000]);
         // Once one opens, the next cut starts short again.
         r.on_fact(now, DurableFact::Opened { request: attach });
-        r.on_fact(now, ended(attach, None, ""));
-        let (_, step, setup) = setup_of(&drain(&mut r, now)).unwrap();
+        r.on_fact(now + HELD_MS, ended(attach, None, ""));
+        let (_, step, setup) = setup_of(&drain(&mut r, now + HELD_MS)).unwrap();
         assert_eq!((step, setup), (PodStep::Attach, 10_000));
+    }
+
+    #[test]
+    fn streams_cut_again_at_once_are_one_disconnection_backed_off_and_told_once() {
+        // A proxy that ends every stream with no status: each reattach opens
+        // and is cut at once, with no output.
+        let mut r = run();
+        let mut request = started(&mut r);
+        let mut now = T0;
+        let mut sent_at = Vec::new();
+        let mut warnings = 0;
+        let mut gave_up = None;
+        for _ in 0..200 {
+            r.on_fact(now, DurableFact::Opened { request });
+            r.on_fact(now, ended(request, None, "closed with no status"));
+            let mut next = None;
+            for _ in 0..50 {
+                let actions = drain(&mut r, now);
+                warnings += logs(&actions, Level::Warning).len();
+                if let Some(d) = delivered(&actions) {
+                    gave_up = Some(d);
+                    break;
+                }
+                if let Some((req, _)) = exec(&actions) {
+                    next = Some(req);
+                    break;
+                }
+                match actions.last() {
+                    Some(DurableAction::Wait { until_ms: Some(at) }) => now = *at,
+                    _ => break,
+                }
+            }
+            match next {
+                Some(req) => {
+                    sent_at.push(now);
+                    request = req;
+                }
+                None => break,
+            }
+        }
+        assert!(
+            matches!(
+                gave_up,
+                Some(Delivery::Failed {
+                    reason: "StreamLost",
+                    ..
+                })
+            ),
+            "gave up: {gave_up:?}"
+        );
+        assert_eq!(warnings, 1, "one warning for the whole disconnection");
+        assert!(
+            now - T0 >= 60_000 - 8_000,
+            "not before the limit: {} ms",
+            now - T0
+        );
+        assert!(
+            sent_at.len() < 40,
+            "backed off, not a storm: {} reattaches",
+            sent_at.len()
+        );
+        let gaps: Vec<u64> = sent_at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().skip(3).all(|g| *g >= 1000), "gaps: {gaps:?}");
     }
 
     #[test]

@@ -526,10 +526,12 @@ test(`${F} a stream the server holds open after its status: the durable exec del
   assert.deepEqual(log.warning, [], 'no cut, no reattach');
 });
 
-test(`${F} the command's environment is the plain exec's: LC_ALL unset, set, empty or odd, LANG set (our utilities run in the C locale, the command never does)`, async (t) => {
+test(`${F} the command's environment is the plain exec's: LC_ALL unset, set, empty or odd, LANG set (our utilities run in the C locale, the command never does), and variables named as ours`, async (t) => {
   // (PWD is set by the shell that starts the command: docs/CALLS.md.)
   const entries = (bytes) => bytes.toString('latin1').split('\0').filter((e) => e && !e.startsWith('PWD=')).sort();
-  for (const podEnv of [{}, { LANG: 'C.UTF-8' }, { LC_ALL: 'de_DE.UTF-8', LANG: 'C.UTF-8' }, { LC_ALL: '' }, { LC_ALL: 'a b\nc=$(x)' }]) {
+  // Names our pod-side scripts use for variables of their own, too.
+  const ours = { d: 'data', b: "it's", x: '42', i: '1', iz: 'z', lx: 'yes', la: 'de_DE.UTF-8', own: 'o', cm: 'c', ev: 'e', so: 's\nt', wp: '$(w)', o: '7', e: '8', r: 'r', c: 'c', l: 'l', u: 'u', f: 'f', k: 'k', se: 'se' };
+  for (const podEnv of [{}, { LANG: 'C.UTF-8' }, { LC_ALL: 'de_DE.UTF-8', LANG: 'C.UTF-8' }, { LC_ALL: '' }, { LC_ALL: 'a b\nc=$(x)' }, ours, { ...ours, LC_ALL: 'C.UTF-8' }]) {
     const env = await podServer(t, { podEnv });
     const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
     const a = await runExec(new k8s.Exec(env.kc), ['env', '-0']);
@@ -799,6 +801,26 @@ test(`${F} SIGTERM while the start's answer is still on its way: the command is 
   const { signal } = await exited;
   assert.equal(signal, 'SIGTERM');
   assert.doesNotMatch(output(), /was not started/);
+});
+
+test(`${F} SIGTERM while a slow pod is between the claim and the command's start: the command never runs on after the hook has said it stopped it`, async (t) => {
+  // A pod slow to make the run's FIFOs (CPU throttled, say): the kill step
+  // finds the run claimed and no pid for longer than it waits for one.
+  const bin = tempDir(t, 'durable-slow-bin');
+  fs.writeFileSync(path.join(bin, 'mkfifo'), '#!/bin/sh\nsleep 1.5\nexec /usr/bin/mkfifo "$@"\n', { mode: 0o755 });
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` } });
+  const child = hookScript(t, env, ['sh', '-c', 'echo $$ > slow-pid; exec sleep 30']);
+  const { hook, output, exited } = startHook(t, child);
+  await waitFor(() => env.server.execs.some((e) => JSON.stringify(e.command).includes('slow-pid') && e.outcome === 'running'), 10_000, `the start to run (hook said: ${output()})`);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const stoppedAt = performance.now();
+  hook.kill('SIGTERM');
+  await exited;
+  // Past the slow mkfifo and the command's start, had it been let start.
+  const pidFile = path.join(env.folder(), 'slow-pid');
+  while (performance.now() - stoppedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 100));
+  const pid = fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8').trim()) : null;
+  assert.ok(pid === null || !alive(pid), `the command ${pid} runs on 5 s after SIGTERM (hook said: ${output()})`);
 });
 
 test(`${F} a command of 4 KB whose letters take 6 bytes each in the URL runs as a plain exec with a warning, at once, with the plain client's result`, async (t) => {
