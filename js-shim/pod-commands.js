@@ -30,15 +30,18 @@ const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
 // more); the command is left in "$@".
 // Our utilities run in the C locale (a utility that loads a locale, as
 // GNU coreutils does for LANG=C.UTF-8, takes about twice as long to start).
-const C_LOCALE = 'lx=;[ -n "${LC_ALL+x}" ]&&lx=1;LC_ALL=C;export LC_ALL';
+const C_LOCALE = 'lx=;la=;[ -n "${LC_ALL+x}" ]&&{ la=$LC_ALL;lx=1;};LC_ALL=C;export LC_ALL';
 // The environment the exec was given, as the shell's `export -p` prints it
 // (to be read back in), taken by a start before it sets a variable of its
 // own: a variable of the container's that one of ours shares a name with
 // would reach the command with our value.
 const KEEP_ENV = 'ev=$(export -p)';
-// What the command gets: the environment the exec was given (LC_ALL unset
-// again if it was), read back once nothing of ours is needed but "$@".
-const RESTORE_ENV = '[ -n "$lx" ]||unset LC_ALL;eval "$ev"';
+// What the command gets: the caller's LC_ALL (set or unset as it was), and
+// the environment the exec was given, read back once nothing of ours is
+// needed but "$@". Not under bash, which keeps variables of its own
+// read-only (BASHOPTS, UID, ...: reading one back would end the shell);
+// there a variable named as one of ours keeps our value.
+const RESTORE_ENV = 'if [ -n "$lx" ];then LC_ALL=$la;else unset LC_ALL;fi;[ -n "${BASH_VERSION+x}" ]||eval "$ev"';
 
 const FOLDER = [
   // (A relative temp folder is the exec's working folder's; "./" keeps a
