@@ -727,8 +727,12 @@ test(`${F} a host that ends in its status callback leaves its run's files; the j
   const result = await runExec(durable, ['true']);
   assert.deepEqual(result.status, { metadata: {}, status: 'Success' });
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "both runs' files to be removed");
-  const ledger = fs.readFileSync(path.join(runnerTemp, 'k8s-auth-preflight-delivered-runs'), 'utf8');
-  assert.match(ledger, /^d [0-9a-f]{32} ci\/job-pod\nc [0-9a-f]{32}\nd [0-9a-f]{32} ci\/job-pod\nc [0-9a-f]{32}\n$/);
+  // (The host writes its clean-up down once the clean-up's answer is in,
+  // a moment after the pod removed the files.)
+  const ledgerFile = path.join(runnerTemp, 'k8s-auth-preflight-delivered-runs');
+  const whole = /^d [0-9a-f]{32} ci\/job-pod\nc [0-9a-f]{32}\nd [0-9a-f]{32} ci\/job-pod\nc [0-9a-f]{32}\n$/;
+  await waitFor(() => whole.test(fs.readFileSync(ledgerFile, 'utf8')), 5000, 'the second clean-up to be written down');
+  assert.match(fs.readFileSync(ledgerFile, 'utf8'), whole);
 });
 
 test(`${F} a ledger of delivered runs that is a link, a FIFO, a folder or 2 MB of junk is left alone, and the exec runs durably`, async (t) => {
