@@ -12,18 +12,19 @@
 // code, 200 + i utility i missing) are confirmed by a finish step, since the
 // command may exit with them too.
 //
-// A run's folder is `.k8s-auth-preflight/<run id>` in the container's temp
-// folder (a dot folder: `rm -rf "$TMPDIR"/*` leaves it). Its `mkdir` is the
-// claim. When the command has ended and its output is sent, `done` holds
-// the code and the sizes of stdout and stderr; once the code has reached
-// the host, a clean-up removes everything else, and the folder stays with
-// `done` alone: a start that arrives late finds the run claimed, and a
-// reattach knows whether it got everything.
+// A run's files are `<run id>.<name>` in `.k8s-auth-preflight` in the
+// container's temp folder (a dot folder: `rm -rf "$TMPDIR"/*` leaves it),
+// side by side: no folder is made per run (each `mkdir` is a process, paid
+// by every healthy exec). When the command has ended and its output is
+// sent, `done` holds the code and the sizes of stdout and stderr; once the
+// code has reached the host, a clean-up removes everything else, and
+// `done` stays (with the claim's mark): a start that arrives late finds the
+// run claimed, and a reattach knows whether it got everything.
 
-// A run's files but `done` (what a clean-up removes).
+// A run's files but `done` and the claim's mark `c` (what a clean-up removes).
 const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
 
-// The run's folder and the offsets; the files of the delivered runs named
+// The run's path (its files' names without their last part) and the offsets; the files of the delivered runs named
 // after them are removed, by one `rm` in the background (a start carries
 // them: the clean-up of a run made in passing, or one the host could not
 // wait for; run ids are hex, so the list splits into its names and no
@@ -51,9 +52,9 @@ const FOLDER = [
   // is written to fd 6, the exec's own; nothing started from here keeps 6.
   'exec 6>&2 2>/dev/null',
   C_LOCALE,
-  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d/out";se="$d/err";wp=',
-  `clean(){ rm -f ${FILES.map((f) => `"$1/${f}"`).join(' ')};}`,
-  `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1/done" ]&&l="$l ${FILES.map((f) => `$1/${f}`).join(' ')}";k=$((k-1));shift;done`,
+  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d.out";se="$d.err";wp=',
+  `clean(){ rm -f ${FILES.map((f) => `"$1.${f}"`).join(' ')};}`,
+  `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1.done" ]&&l="$l ${FILES.map((f) => `$1.${f}`).join(' ')}";k=$((k-1));shift;done`,
   '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 6>&- & }',
 ].join('\n');
 
@@ -76,7 +77,7 @@ const DRAIN = [
 // The run is done: its code and the sizes of its output ("-" when the
 // reader did not count them), in one write (a reader looks for a file that
 // is not empty: `-s`).
-const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d/done"';
+const DONE = 'printf "%s %s %s\\n" "$c" "$o" "$e" >"$d.done"';
 
 // The sizes of the output files, into `zo` and `ze`, when `done` did not
 // give them: the files are whole once the code is written.
@@ -98,28 +99,27 @@ const ATTACH = [
   DRAIN,
   // The run is done (another reader wrote it, or a kill): send what is left
   // past the offsets, and exit with the code if that adds up.
-  `over(){ read -r c zo ze <"$d/done";case "$c" in ''|*[!0-9]*)exit 97;;esac;${SIZES};drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}`,
+  `over(){ read -r c zo ze <"$d.done";case "$c" in ''|*[!0-9]*)exit 97;;esac;${SIZES};drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}`,
   // The command ended: its files are whole. A status of ours is confirmed
   // by a finish step that compares the sizes with what arrived, so they are
   // counted; any other is the command's, and what is left is sent as is.
   'rest(){ case "$c" in 9[4-8]|12[67]|1[2-9][0-9]|2[0-5][0-9])drain;return;;esac',
   '[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&6||exit 97;};o=-;e=-;}',
   'attach(){',
-  '[ -d "$d" ]||exit 98',
-  '[ -s "$d/done" ]&&over',
+  '[ -s "$d.done" ]&&over',
   // Files removed before the end: the record is gone. (A redirection that
   // fails ends a shell at `exec`: the files are looked at first.)
-  '[ -f "$d/out" ]&&[ -f "$d/err" ]||exit 98',
-  'exec 3<>"$d/wake" 4<"$d/out" 5<"$d/err"',
+  '[ -f "$d.out" ]&&[ -f "$d.err" ]||exit 98',
+  'exec 3<>"$d.wake" 4<"$d.out" 5<"$d.err"',
   '[ -r /proc/self/fd/4 ]&&[ -r /proc/self/fd/5 ]&&{ so=/proc/self/fd/4;se=/proc/self/fd/5;}',
   'q=0',
   'while :;do',
-  '[ -s "$d/done" ]&&over',
-  `if [ -s "$d/code" ];then read -r c <"$d/code";rest;[ -s "$d/done" ]||${DONE};exit "$c";fi`,
+  '[ -s "$d.done" ]&&over',
+  `if [ -s "$d.code" ];then read -r c <"$d.code";rest;[ -s "$d.done" ]||${DONE};exit "$c";fi`,
   'drain',
-  '[ -n "$wp" ]||read -r wp <"$d/w" 2>/dev/null',
+  '[ -n "$wp" ]||{ read -r wp <"$d.w";} 2>/dev/null',
   'if [ -n "$wp" ]&&[ -r /proc/$$/stat ];then z=;{ read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
-  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d/code" ]||{ drain;exit 94;};fi;fi',
+  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d.code" ]||{ drain;exit 94;};fi;fi',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
   '(sleep $s||sleep 1;echo t >&3) >/dev/null 6>&- &',
@@ -152,28 +152,29 @@ const ATTACH = [
 // the kill finds the pid, or the command finds `done` and never starts.
 // Every process started here is a fork or a small
 // utility: each costs about a millisecond, paid by every healthy exec.
-const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d/w";fi
-cat <"$d/ep" >>"$d/err" & c=$!;cat <"$d/op" >>"$d/out" & r=$!
-if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d/pid";exec </dev/null >"$d/op" 2>"$d/ep";[ -s "$d/done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
-else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0/op" 2>"$0/ep";echo $$ >"$0/pid";[ -s "$0/done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;wait $r;wait $c
-[ -d "$d" ]||mkdir -p "$d";echo $x >"$d/code";echo w 1<>"$d/wake") </dev/null >/dev/null 6>&-|attach`;
+const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d.w";fi
+cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & r=$!
+if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
+else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;wait $r;wait $c
+[ -d "$b" ]||mkdir -p "$b";echo $x >"$d.code";echo w 1<>"$d.wake") </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
 // O_EXCL (`set -C`: the shell's own, no process; `true`, not `:`, whose
 // failed redirection would end the shell) among the claims in
 // /dev/shm, apart from the temp folder a command may empty, else (no
-// writable /dev/shm) the `mkdir` of the run's folder. `own` is 1 when the
-// claim is this step's (`own`); then the run's folder exists, or the step
-// exits 96.
+// writable /dev/shm) beside the run's files (`c`). `own` is 1 when the
+// claim is this step's; then the folder of the run's files exists, or the
+// step exits 96. (Each folder is made once per container.)
 const CLAIM = [
   '[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null',
+  '[ -d "$b" ]||mkdir -p "$b" 2>/dev/null',
   'own=0;if [ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
-  'if [ "$own" = 1 ];then mkdir "$d" 2>/dev/null||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null;}||exit 96;fi',
-  'else mkdir "$d" 2>/dev/null&&own=1||[ -d "$d" ]||{ mkdir -p "$b" 2>/dev/null;mkdir "$d" 2>/dev/null&&own=1||exit 96;};fi',
+  'if [ "$own" = 1 ];then [ -d "$b" ]||exit 96;fi',
+  'else set -C;true >"$d.c"&&own=1;set +C;[ "$own" = 1 ]||[ -e "$d.c" ]||exit 96;fi',
 ].join('\n');
 
-// Whether the run was claimed: its folder, or its mark.
-const CLAIMED = '{ [ -d "$d" ]||[ -e "$cm/$r" ];}';
+// Whether the run was claimed: its mark, or its files.
+const CLAIMED = '{ [ -e "$cm/$r" ]||[ -e "$d.c" ]||[ -e "$d.done" ]||[ -e "$d.out" ];}';
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -185,13 +186,13 @@ function startScript(utilities) {
     FOLDER,
     // Nothing is claimed before every utility is known to be there, and the
     // command is known to be a program.
-    `i=200;for u in ${names.join(' ')};do command -v "$u" >/dev/null 2>&1||exit "$i";i=$((i+1));done`,
+    `i=200;{ for u in ${names.join(' ')};do command -v "$u"||exit "$i";i=$((i+1));done;} >/dev/null`,
     // (PATH searched as exec searches it: a builtin of the same name is not the program.)
     'case "$1" in */*)[ -f "$1" ]&&[ -x "$1" ]||exit 95;;*)f=;set -f;IFS=:;for x in $PATH;do [ -f "${x:-.}/$1" ]&&[ -x "${x:-.}/$1" ]&&{ f=1;break;};done;unset IFS;set +f;[ -n "$f" ]||exit 95;;esac',
     ATTACH,
     CLAIM,
     'if [ "$own" = 1 ];then',
-    'true >"$d/out"&&true >"$d/err"&&mkfifo "$d/wake" "$d/ep" "$d/op"||{ rm -rf "$d";exit 96;}',
+    'true >"$d.out"&&true >"$d.err"&&mkfifo "$d.wake" "$d.ep" "$d.op"||{ rm -f "$d.out" "$d.err" "$d.wake" "$d.ep" "$d.op" "$d.c";exit 96;}',
     LAUNCH,
     'exit $?',
     'fi',
@@ -203,17 +204,16 @@ const SCRIPTS = {
   look: () => [FOLDER, `${CLAIMED}||exit 98`].join('\n'),
   attach: () => [FOLDER, ATTACH, 'attach'].join('\n'),
   // Prints `done` (the code and the sizes sent); 97 when the run is not
-  // done, 98 when it has no folder, or its output files went away first.
+  // done, 98 when it has no files, or its output files went away first.
   finish: () =>
     [
       FOLDER,
-      '[ -d "$d" ]||exit 98',
-      '[ -s "$d/done" ]||{ [ -f "$d/out" ]||exit 98;exit 97;}',
+      '[ -s "$d.done" ]||{ [ -f "$d.out" ]||exit 98;exit 97;}',
       // (Sizes that cannot be counted stay "-": the core reads no record.)
-      'read -r c zo ze <"$d/done";[ "$zo" = - ]&&[ -f "$so" ]&&[ -f "$se" ]&&{ zo=$(($(wc -c <"$so")));ze=$(($(wc -c <"$se")));}',
+      'read -r c zo ze <"$d.done";[ "$zo" = - ]&&[ -f "$so" ]&&[ -f "$se" ]&&{ zo=$(($(wc -c <"$so")));ze=$(($(wc -c <"$se")));}',
       'echo "$c $zo $ze"',
     ].join('\n'),
-  cleanup: () => [FOLDER, '[ -s "$d/done" ]||exit 0', 'clean "$d"'].join('\n'),
+  cleanup: () => [FOLDER, '[ -s "$d.done" ]||exit 0', 'clean "$d"'].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL. A run
   // not yet claimed is claimed here, so that no start that arrives later
   // starts it: 98, nothing was started.
@@ -223,23 +223,22 @@ const SCRIPTS = {
       CLAIM,
       '[ "$own" = 1 ]&&{ c=killed;o=-;e=-;' + DONE + ';exit 98;}',
       // Marked done before the pid is looked for: a start that writes its
-      // pid later finds the mark and starts nothing (the folder is made
-      // here if the start that claimed the run has not made it yet).
-      '[ -d "$d" ]||mkdir -p "$d" 2>/dev/null||exit 0',
-      `[ -s "$d/done" ]||{ c=killed;o=-;e=-;${DONE};}`,
+      // pid later finds the mark and starts nothing.
+      '[ -d "$b" ]||exit 0',
+      `[ -s "$d.done" ]||{ c=killed;o=-;e=-;${DONE};}`,
       // (The pid is written a moment after the claim.)
-      'i=0;while [ ! -s "$d/pid" ]&&[ ! -s "$d/code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
-      '[ -d "$d" ]||exit 0',
-      'p=$(cat "$d/pid" 2>/dev/null)',
+      'i=0;while [ ! -s "$d.pid" ]&&[ ! -s "$d.code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
+      '[ -d "$b" ]||exit 0',
+      'p=$(cat "$d.pid" 2>/dev/null)',
       'if [ -n "$p" ];then',
       // (The pid is written a moment before its session is made: then the
       // process itself, which would become the command.)
-      'kill -TERM -"$p" 2>/dev/null||{ [ -s "$d/code" ]||kill -TERM "$p" 2>/dev/null;}',
-      'i=0;while [ ! -s "$d/code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
-      'kill -KILL -"$p" 2>/dev/null||{ [ -s "$d/code" ]||kill -KILL "$p" 2>/dev/null;}',
+      'kill -TERM -"$p" 2>/dev/null||{ [ -s "$d.code" ]||kill -TERM "$p" 2>/dev/null;}',
+      'i=0;while [ ! -s "$d.code" ]&&[ "$i" -lt 2 ];do sleep 1;i=$((i+1));done',
+      'kill -KILL -"$p" 2>/dev/null||{ [ -s "$d.code" ]||kill -KILL "$p" 2>/dev/null;}',
       'fi',
-      'c=killed;[ -s "$d/code" ]&&read -r c <"$d/code";o=-;e=-',
-      `[ -s "$d/done" ]||${DONE}`,
+      'c=killed;[ -s "$d.code" ]&&read -r c <"$d.code";o=-;e=-',
+      `[ -s "$d.done" ]||${DONE}`,
       'clean "$d"',
     ].join('\n'),
 };

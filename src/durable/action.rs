@@ -18,7 +18,7 @@ pub const UTILITIES: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodStep {
     /// Check the utilities and that the command is a program; claim the
-    /// run (`mkdir` of its folder); if the claim is ours, launch the command
+    /// run (a mark made with `O_EXCL`); if the claim is ours, launch the command
     /// detached; then attach (below). A run already claimed is only
     /// attached to: never started again.
     Start,

@@ -2,7 +2,7 @@
 //! stream being cut ([`DurableRun`]).
 //!
 //! The command runs detached in the pod: a start exec claims the run
-//! (`mkdir` of its folder, so nothing can start it twice), launches it in a
+//! (a mark made with `O_EXCL`, so nothing can start it twice), launches it in a
 //! session of its own with stdin from `/dev/null` and stdout and stderr to
 //! files, and then, like every later attach exec, streams those files from
 //! the byte offsets the host has already received. When the command ends

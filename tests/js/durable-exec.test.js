@@ -112,12 +112,21 @@ const starts = (folder, tag = 'run') => {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0;
 };
 
-/** The run folders left in the pod's temp folder. */
-const runFolders = (folder) => {
+/** The runs in the pod's temp folder, each with the names of its files (`<run id>.<name>`). */
+const runFiles = (folder) => {
   const dir = path.join(folder, 'tmp', '.k8s-auth-preflight');
-  // A delivered run leaves its folder holding only `done`.
-  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((run) => fs.readdirSync(path.join(dir, run)).join() !== 'done') : [];
+  const runs = new Map();
+  for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    const [run, part] = name.split('.');
+    runs.set(run, [...(runs.get(run) || []), part]);
+  }
+  return runs;
 };
+
+/** The runs whose files are left in the pod's temp folder. */
+const runFolders = (folder) =>
+  // A delivered run leaves only `done` (and the claim's mark, without /dev/shm).
+  [...runFiles(folder)].filter(([, parts]) => parts.some((part) => part !== 'done' && part !== 'c')).map(([run]) => run);
 
 /** The execs the server saw that were a durable exec's start step (they carry the caller's command). */
 const startSteps = (server) => server.execs.filter((e) => e.command[0] === 'sh' && e.command[3] === 'k8s-auth-preflight' && e.command[2].includes('setsid sh -c'));
@@ -386,8 +395,7 @@ test(`${F} the caller closing the stream before the status stops following the r
   await waitFor(() => fs.existsSync(path.join(env.folder(), 'closed.after')), 5000, 'the command to go on');
   // The run ends in the pod (its reader, no longer followed, writes `done`
   // last) before the pod's folder is removed.
-  const runs = path.join(env.folder(), 'tmp', '.k8s-auth-preflight');
-  await waitFor(() => fs.readdirSync(runs).every((run) => fs.existsSync(path.join(runs, run, 'done'))), 5000, 'the run to end in the pod');
+  await waitFor(() => [...runFiles(env.folder()).values()].every((parts) => parts.includes('done')), 5000, 'the run to end in the pod');
 });
 
 test(`${F} an exec refused for good (the pod does not exist): the caller gets the plain client's own rejection`, async (t) => {
@@ -428,6 +436,37 @@ test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and r
   assert.equal(starts(env.folder(), 'busybox'), 1);
   assert.equal(log.warning.length, 1, log.warning.join('\n'));
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
+});
+
+test(`${F} in a container whose /dev/shm cannot be written (the claim beside the run's files): cut and reattached, the output whole, the exit code, once`, async (t) => {
+  if (process.getuid() !== 0) {
+    if (process.env.CI === 'true') assert.fail('this test makes a mount namespace: CI runs as root');
+    t.skip('needs root (a mount namespace per exec)');
+    return;
+  }
+  const env = await podServer(t, { readOnlyShm: true });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const run = runExec(durable, script({ lines: 10, code: 5, tag: 'noshm' }));
+  await waitFor(() => starts(env.folder(), 'noshm') === 1, 5000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 700));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 1000));
+  await env.server.setPhase('healthy');
+  const result = await run;
+  assert.equal(result.stdout.toString(), expectedOutput(10).out);
+  assert.equal(result.stderr.toString(), expectedOutput(10).err);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '5' }]);
+  assert.equal(starts(env.folder(), 'noshm'), 1);
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  const [parts] = [...runFiles(env.folder()).values()];
+  assert.ok(parts && parts.includes('c'), `the claim is the mark beside the run's files: ${parts}`);
+  await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
+  // A start of the same run that arrives late finds it claimed: nothing starts again.
+  const [start] = startSteps(env.server);
+  const again = await runExec(new k8s.Exec(env.kc), start.command);
+  assert.notEqual(again.status && again.status.status, 'Success');
+  assert.equal(starts(env.folder(), 'noshm'), 1, 'a late start started nothing');
 });
 
 test(`${F} a command that removes its own run's folder gets its own exit code and output, as from the plain client; cut after that, the exec fails as unknown and is not started again`, async (t) => {
