@@ -80,7 +80,7 @@ const median = (xs) => {
       '| --- | --- | --- | --- | --- |',
       ...rows,
       '',
-      "A durable exec is one exec when healthy (its start streams the output and exits with the command's code); its clean-up is made in passing by the next start in the pod, or 2 s later. The difference is mostly the pod side: the processes a start adds (the claim's mkdir, mkfifo, the waiter and the reader (forks), two relays, the command's setsid, a tick), each about a millisecond on a 2-core machine; with output, the relays' and the reader's copies.",
+      "A durable exec is one exec when healthy (its start streams the output and exits with the command's code); its clean-up is made in passing by the next start in the pod, or 2 s later. The difference is mostly the pod side: the processes a start adds (mkfifo, the waiter and the reader (forks), two relays, the command's setsid, a tick), each about a millisecond on a 2-core machine; with output, the relays' and the reader's copies.",
     ].join('\n');
     console.log(table);
     if (write) {

@@ -37,10 +37,19 @@ function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, en
   on('pong', () => {
     lastHeard = performance.now();
   });
+  // One look per turn of the event loop, after the frames it brought.
+  let looking = false;
+  const look = () => {
+    looking = false;
+    if (hasStatus()) end(null);
+  };
   on('message', () => {
     lastHeard = performance.now();
     // (client-node hears each frame before this listener, which came later.)
-    if (endAtStatus) setImmediate(() => hasStatus() && end(null));
+    if (endAtStatus && !looking) {
+      looking = true;
+      setImmediate(look);
+    }
   });
   on('error', (error) => {
     failure = (error && error.message) || 'the connection failed';
