@@ -32,17 +32,8 @@ const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code'];
 // Our utilities run in the C locale (a utility that loads a locale, as
 // GNU coreutils does for LANG=C.UTF-8, takes about twice as long to start).
 const C_LOCALE = 'lx=;la=;[ -n "${LC_ALL+x}" ]&&{ la=$LC_ALL;lx=1;};LC_ALL=C;export LC_ALL';
-// The environment the exec was given, as the shell's `export -p` prints it
-// (to be read back in), taken by a start before it sets a variable of its
-// own: a variable of the container's that one of ours shares a name with
-// would reach the command with our value.
-const KEEP_ENV = 'ev=$(export -p)';
-// What the command gets: the caller's LC_ALL (set or unset as it was), and
-// the environment the exec was given, read back once nothing of ours is
-// needed but "$@". Not under bash, which keeps variables of its own
-// read-only (BASHOPTS, UID, ...: reading one back would end the shell);
-// there a variable named as one of ours keeps our value.
-const RESTORE_ENV = 'if [ -n "$lx" ];then LC_ALL=$la;else unset LC_ALL;fi;[ -n "${BASH_VERSION+x}" ]||eval "$ev"';
+// What the command gets back: the caller's LC_ALL, set or unset as it was.
+const RESTORE_ENV = 'if [ -n "$lx" ];then LC_ALL=$la;else unset LC_ALL;fi';
 
 const FOLDER = [
   // (A relative temp folder is the exec's working folder's; "./" keeps a
@@ -182,7 +173,6 @@ function startScript(utilities) {
     return u;
   });
   return [
-    KEEP_ENV,
     FOLDER,
     // Nothing is claimed before every utility is known to be there, and the
     // command is known to be a program.
@@ -243,6 +233,39 @@ const SCRIPTS = {
     ].join('\n'),
 };
 
+// The variables the scripts are written with. Each is given a prefix of
+// its own when the script is built (`ownNames`): a variable of the
+// container's environment that shares a name with one of ours would
+// otherwise reach the command with our value (the shell exports every
+// variable that came from the environment, under any shell). The scripts
+// set nothing else but LC_ALL (given back) and IFS (which no shell takes
+// from the environment).
+const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'o', 'e', 'k', 'so', 'se', 'wp', 'l', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
+const PREFIX = '_K';
+const THEIRS = new Set(['LC_ALL', 'IFS']);
+const NAME = '[A-Za-z_][A-Za-z0-9_]*';
+
+function ownNames(script) {
+  const own = (name) => (OURS.has(name) ? PREFIX + name : name);
+  const named = script
+    // Expansions: $name, ${name...}.
+    .replace(new RegExp(`\\$(\\{?)(${NAME})`, 'g'), (_all, brace, name) => `$${brace}${own(name)}`)
+    // Names in arithmetic: $((o+1)).
+    .replace(/\$\(\(([^()]*)\)\)/g, (_all, body) => `$((${body.replace(new RegExp(`(^|[^$A-Za-z0-9_])(${NAME})`, 'g'), (_m, before, name) => before + own(name))}))`)
+    // Assignments, and the names `read` and `for` set.
+    .replace(new RegExp(`(^|[\\s;(){&|])(${NAME})=`, 'g'), (_all, before, name) => `${before}${own(name)}=`)
+    .replace(new RegExp(`read -r ((?:${NAME} )*${NAME})`, 'g'), (_all, names) => `read -r ${names.split(' ').map(own).join(' ')}`)
+    .replace(new RegExp(`for (${NAME}) in`, 'g'), (_all, name) => `for ${own(name)} in`);
+  // Nothing set may be left unprefixed: a name added to a script but not
+  // to OURS would be the container's.
+  for (const m of named.matchAll(new RegExp(`(?:^|[\\s;(){&|])(${NAME})=|read -r ((?:${NAME} )*${NAME})|for (${NAME}) in`, 'g'))) {
+    for (const name of (m[1] || m[3] || m[2]).split(' ')) {
+      if (!name.startsWith(PREFIX) && !THEIRS.has(name)) throw new Error(`pod-commands: the script sets ${name}, which is not one of its own names`);
+    }
+  }
+  return named;
+}
+
 /**
  * The exec command of `action` (an `exec` action of the core): `received`
  * holds the bytes of stdout and stderr received so far, `command` is the
@@ -254,8 +277,9 @@ function podCommand(action, received, command) {
     return id;
   };
   runId(action.run);
-  const script = action.step === 'start' ? startScript(action.utilities) : SCRIPTS[action.step] && SCRIPTS[action.step]();
-  if (!script) throw new TypeError(`not a pod step: ${JSON.stringify(action.step)}`);
+  const written = action.step === 'start' ? startScript(action.utilities) : SCRIPTS[action.step] && SCRIPTS[action.step]();
+  if (!written) throw new TypeError(`not a pod step: ${JSON.stringify(action.step)}`);
+  const script = ownNames(written);
   const cleanups = action.step === 'start' && Array.isArray(action.cleanup) ? action.cleanup.map(runId) : [];
   const args = [action.run, String(received.out), String(received.err), String(cleanups.length), ...cleanups];
   return ['sh', '-c', script, 'k8s-auth-preflight', ...args, ...(action.step === 'start' ? command : [])];

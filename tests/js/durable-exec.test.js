@@ -569,7 +569,7 @@ test(`${F} the command's environment is the plain exec's: LC_ALL unset, set, emp
   // (PWD is set by the shell that starts the command: docs/CALLS.md.)
   const entries = (bytes) => bytes.toString('latin1').split('\0').filter((e) => e && !e.startsWith('PWD=')).sort();
   // Names our pod-side scripts use for variables of their own, too.
-  const ours = { d: 'data', b: "it's", x: '42', i: '1', iz: 'z', lx: 'yes', la: 'de_DE.UTF-8', own: 'o', cm: 'c', ev: 'e', so: 's\nt', wp: '$(w)', o: '7', e: '8', r: 'r', c: 'c', l: 'l', u: 'u', f: 'f', k: 'k', se: 'se' };
+  const ours = { d: 'data', b: "it's", x: '42', i: '1', iz: 'z', lx: 'yes', la: 'de_DE.UTF-8', own: 'o', cm: 'c', ev: 'e', so: 's\nt', wp: '$(w)', o: '7', e: '8', r: 'r', c: 'c', l: 'l', u: 'u', f: 'f', k: 'k', se: 'se', m: 'm', n: 'n', zo: 'zo', ze: 'ze', q: 'q', z: 'z', s: 's', t: 't', p: 'p' };
   for (const podEnv of [{}, { LANG: 'C.UTF-8' }, { LC_ALL: 'de_DE.UTF-8', LANG: 'C.UTF-8' }, { LC_ALL: '' }, { LC_ALL: 'a b\nc=$(x)' }, ours, { ...ours, LC_ALL: 'C.UTF-8' }]) {
     const env = await podServer(t, { podEnv });
     const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
@@ -577,6 +577,23 @@ test(`${F} the command's environment is the plain exec's: LC_ALL unset, set, emp
     const b = await runExec(durable, ['env', '-0']);
     assert.equal(b.status.status, 'Success', JSON.stringify(podEnv));
     assert.deepEqual(entries(b.stdout), entries(a.stdout), JSON.stringify(podEnv));
+  }
+  // Under bash and BusyBox as `sh` too (which set SHLVL and `_` of their own).
+  const shells = tempDir(t, 'durable-shells');
+  const system = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+  const found = ['/bin/bash', '/usr/bin/busybox', '/bin/busybox'].filter((p) => fs.existsSync(p)).map((p) => fs.realpathSync(p));
+  for (const shell of [...new Set(found)]) {
+    const bin = path.join(shells, path.basename(shell));
+    fs.mkdirSync(bin);
+    fs.symlinkSync(shell, path.join(bin, 'sh'));
+    const podEnv = { ...ours, PATH: `${bin}:${system}` };
+    const env = await podServer(t, { podEnv });
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+    const theirs = (bytes) => entries(bytes).filter((e) => !e.startsWith('SHLVL=') && !e.startsWith('_='));
+    const a = await runExec(new k8s.Exec(env.kc), ['env', '-0']);
+    const b = await runExec(durable, ['env', '-0']);
+    assert.equal(b.status.status, 'Success', shell);
+    assert.deepEqual(theirs(b.stdout), theirs(a.stdout), shell);
   }
 });
 
