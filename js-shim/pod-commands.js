@@ -43,7 +43,7 @@ const FOLDER = [
   // is written to fd 6, the exec's own; nothing started from here keeps 6.
   'exec 6>&2 2>/dev/null',
   C_LOCALE,
-  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d.out";se="$d.err";wp=',
+  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;cv=/var/tmp/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d.out";se="$d.err";wp=',
   `clean(){ rm -f ${FILES.map((f) => `"$1.${f}"`).join(' ')};}`,
   `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1.done" ]&&l="$l ${FILES.map((f) => `$1.${f}`).join(' ')}";k=$((k-1));shift;done`,
   '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 6>&- & }',
@@ -144,28 +144,31 @@ const ATTACH = [
 // Every process started here is a fork or a small
 // utility: each costs about a millisecond, paid by every healthy exec.
 const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d.w";fi
-cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & r=$!
-if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
-else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;wait $r;wait $c
+cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & y=$!
+if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
+else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;wait $y;wait $c
 [ -d "$b" ]||mkdir -p "$b";echo $x >"$d.code";echo w 1<>"$d.wake") </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
 // O_EXCL (`set -C`: the shell's own, no process; `true`, not `:`, whose
-// failed redirection would end the shell) among the claims in
-// /dev/shm, apart from the temp folder a command may empty, else (no
-// writable /dev/shm) beside the run's files (`c`). `own` is 1 when the
-// claim is this step's; then the folder of the run's files exists, or the
-// step exits 96. (Each folder is made once per container.)
+// failed redirection would end the shell) among the claims in /dev/shm, or
+// else in /var/tmp, apart from the temp folder a command may empty, else
+// (neither a folder that can be written) beside the run's files (`c`).
+// The command writes its pid into the mark too, where a kill finds it when
+// the command has removed the run's files. `own` is 1 when the claim is
+// this step's; then the folder of the run's files exists, or the step
+// exits 96. (Each folder is made once per container.)
 const CLAIM = [
   '[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null',
+  '{ [ -d "$cm" ]&&[ -w "$cm" ];}||{ cm=$cv;[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null;}',
   '[ -d "$b" ]||mkdir -p "$b" 2>/dev/null',
-  'own=0;if [ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
+  'own=0;if [ -d "$cm" ]&&[ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
   'if [ "$own" = 1 ];then [ -d "$b" ]||exit 96;fi',
   'else set -C;true >"$d.c"&&own=1;set +C;[ "$own" = 1 ]||[ -e "$d.c" ]||exit 96;fi',
 ].join('\n');
 
 // Whether the run was claimed: its mark, or its files.
-const CLAIMED = '{ [ -e "$cm/$r" ]||[ -e "$d.c" ]||[ -e "$d.done" ]||[ -e "$d.out" ];}';
+const CLAIMED = '{ [ -e "$cm/$r" ]||[ -e "$cv/$r" ]||[ -e "$d.c" ]||[ -e "$d.done" ]||[ -e "$d.out" ];}';
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -217,9 +220,9 @@ const SCRIPTS = {
       '[ -d "$b" ]||exit 0',
       `[ -s "$d.done" ]||{ c=killed;o=-;e=-;${DONE};}`,
       // (The pid is written a moment after the claim.)
-      'i=0;while [ ! -s "$d.pid" ]&&[ ! -s "$d.code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
+      'i=0;while [ ! -s "$d.pid" ]&&[ ! -s "$cm/$r" ]&&[ ! -s "$d.code" ]&&[ "$i" -lt 10 ];do sleep 0.1 2>/dev/null||break;i=$((i+1));done',
       '[ -d "$b" ]||exit 0',
-      'p=$(cat "$d.pid" 2>/dev/null)',
+      'p=$(cat "$d.pid" 2>/dev/null);[ -n "$p" ]||p=$(cat "$cm/$r" 2>/dev/null)',
       'if [ -n "$p" ];then',
       // (The pid is written a moment before its session is made: then the
       // process itself, which would become the command.)
@@ -240,7 +243,7 @@ const SCRIPTS = {
 // variable that came from the environment, under any shell). The scripts
 // set nothing else but LC_ALL (given back) and IFS (which no shell takes
 // from the environment).
-const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'o', 'e', 'k', 'so', 'se', 'wp', 'l', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
+const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'cv', 'y', 'o', 'e', 'k', 'so', 'se', 'wp', 'l', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
 const PREFIX = '_K';
 const THEIRS = new Set(['LC_ALL', 'IFS']);
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';

@@ -438,12 +438,8 @@ test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and r
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
 });
 
-test(`${F} in a container whose /dev/shm cannot be written (the claim beside the run's files): cut and reattached, the output whole, the exit code, once`, async (t) => {
-  if (process.getuid() !== 0) {
-    if (process.env.CI === 'true') assert.fail('this test makes a mount namespace: CI runs as root');
-    t.skip('needs root (a mount namespace per exec)');
-    return;
-  }
+test(`${F} in a container whose /dev/shm cannot be written (the claim in /var/tmp): cut and reattached, the output whole, the exit code, once`, async (t) => {
+  if (!asRoot(t)) return;
   const env = await podServer(t, { readOnlyShm: true });
   const log = capture();
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
@@ -459,14 +455,60 @@ test(`${F} in a container whose /dev/shm cannot be written (the claim beside the
   assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '5' }]);
   assert.equal(starts(env.folder(), 'noshm'), 1);
   assert.equal(log.warning.length, 1, log.warning.join('\n'));
-  const [parts] = [...runFiles(env.folder()).values()];
-  assert.ok(parts && parts.includes('c'), `the claim is the mark beside the run's files: ${parts}`);
+  const [runId] = [...runFiles(env.folder()).keys()];
+  assert.ok(fs.existsSync(path.join('/var/tmp/.k8s-auth-preflight', runId)), 'the claim is in /var/tmp');
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
   // A start of the same run that arrives late finds it claimed: nothing starts again.
   const [start] = startSteps(env.server);
   const again = await runExec(new k8s.Exec(env.kc), start.command);
   assert.notEqual(again.status && again.status.status, 'Success');
   assert.equal(starts(env.folder(), 'noshm'), 1, 'a late start started nothing');
+});
+
+const asRoot = (t) => {
+  if (process.getuid() === 0) return true;
+  if (process.env.CI === 'true') assert.fail('this test makes a mount namespace: CI runs as root');
+  t.skip('needs root (a mount namespace per exec)');
+  return false;
+};
+
+test(`${F} a file where the claims' folder in /dev/shm would be: the claim is made in /var/tmp, and the command runs once, durably`, async (t) => {
+  if (!asRoot(t)) return;
+  const env = await podServer(t, { shmClaimsFile: true });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const result = await runExec(durable, ['sh', '-c', 'echo x >> shmfile.starts; echo out; exit 3']);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '3' }], JSON.stringify(result.status));
+  assert.equal(result.stdout.toString(), 'out\n');
+  assert.equal(starts(env.folder(), 'shmfile'), 1);
+  assert.deepEqual(log.warning, []);
+  assert.equal(startSteps(env.server).length, 1, 'one start, durable');
+});
+
+test(`${F} without a writable /dev/shm, a start whose answer is lost and whose command removes the dot folder is not started again (the claim is in /var/tmp)`, async (t) => {
+  if (!asRoot(t)) return;
+  const env = await podServer(t, { readOnlyShm: true });
+  env.server.armTrigger({ route: 'exec pods' }, [{ phase: 'applyThenCut', ms: 0 }, { phase: 'healthy' }]);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const result = await runExec(durable, ['sh', '-c', 'echo x >> wiper.starts; rm -rf "$TMPDIR/.k8s-auth-preflight"; sleep 1; echo out']);
+  assert.notEqual(result.status.status, 'Success', 'its record is gone: the outcome is not known');
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(starts(env.folder(), 'wiper'), 1, 'started once');
+});
+
+test(`${F} SIGTERM to the hook while its command runs, after the command removed the dot folder (its pid file with it): the command is still stopped`, async (t) => {
+  const env = await podServer(t);
+  const child = hookScript(t, env, ['sh', '-c', 'echo $$ > main.pid; rm -rf "$TMPDIR/.k8s-auth-preflight"; sleep 60 & echo $! > child.pid; wait']);
+  const { hook, output, exited } = startHook(t, child);
+  const pidFile = (name) => path.join(env.folder(), name);
+  await waitFor(() => fs.existsSync(pidFile('child.pid')) && fs.existsSync(pidFile('main.pid')), 10_000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 200));
+  const pids = ['child.pid', 'main.pid'].map((n) => Number(fs.readFileSync(pidFile(n), 'utf8').trim()));
+  for (const pid of pids) assert.ok(alive(pid), `${pid} runs before the signal`);
+  hook.kill('SIGTERM');
+  await waitFor(() => pids.every((pid) => !alive(pid)), 5000, `the script's processes ${pids} to be gone (hook said: ${output()})`);
+  const { signal } = await exited;
+  assert.equal(signal, 'SIGTERM');
 });
 
 test(`${F} a command that removes its own run's folder gets its own exit code and output, as from the plain client; cut after that, the exec fails as unknown and is not started again`, async (t) => {

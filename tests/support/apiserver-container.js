@@ -143,7 +143,7 @@ function killQuietly(pid, signal) {
  * exited (a Promise of { code, signal } once it ended, code already 128 + n
  * for a signal), closed (a Promise, once its pipes are closed too), cut() }.
  */
-function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false }) {
+function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClaimsFile = false }) {
   for (const [key, value] of Object.entries(podEnv)) {
     if (typeof value !== 'string' || key === MARKER) throw new TypeError(`podEnv.${key} must be a string, and not ${MARKER}`);
   }
@@ -187,12 +187,13 @@ function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false }) {
       // An empty program name cannot be spawned at all (Node throws): a file
       // that is not there fails as a runtime's exec of "" does, later.
       const program = exec.command[0] === '' ? path.join(root, '.no-such-program') : exec.command[0];
-      // A container whose /dev/shm cannot be written: the command in a
-      // mount namespace of its own with a read-only tmpfs there (unshare
-      // and the shell each execute the next program: the pid stays the
-      // child's). Root only.
-      const [file, args] = readOnlyShm
-        ? ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', 'mount -t tmpfs -o ro tmpfs /dev/shm&&exec "$@"', 'read-only-shm', program, ...exec.command.slice(1)]]
+      // A container whose /dev/shm cannot be written, or holds a file where
+      // our claims' folder would be: the command in a mount namespace of its
+      // own with a tmpfs of its own there (unshare and the shell each
+      // execute the next program: the pid stays the child's). Root only.
+      const shm = readOnlyShm ? 'mount -t tmpfs -o ro tmpfs /dev/shm' : shmClaimsFile ? 'mount -t tmpfs tmpfs /dev/shm&&: >/dev/shm/.k8s-auth-preflight' : null;
+      const [file, args] = shm
+        ? ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `${shm}&&exec "$@"`, 'private-shm', program, ...exec.command.slice(1)]]
         : [program, exec.command.slice(1)];
       child = spawn(file, args, {
         cwd,
