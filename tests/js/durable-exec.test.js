@@ -409,6 +409,27 @@ test(`${F} an exec refused for good (the pod does not exist): the caller gets th
   assert.equal(b, a);
 });
 
+/**
+ * A script of 10 lines that exits 5, through a second of refusals while it
+ * runs: one warning, its output whole, its code, started once.
+ */
+async function ridesACut(env, tag) {
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const run = runExec(durable, script({ lines: 10, code: 5, tag }));
+  await waitFor(() => starts(env.folder(), tag) === 1, 5000, 'the script to start');
+  await new Promise((r) => setTimeout(r, 700));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 1000));
+  await env.server.setPhase('healthy');
+  const result = await run;
+  assert.equal(result.stdout.toString(), expectedOutput(10).out);
+  assert.equal(result.stderr.toString(), expectedOutput(10).err);
+  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '5' }]);
+  assert.equal(starts(env.folder(), tag), 1);
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+}
+
 test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and reattached, the output whole, the exit code, once`, async (t) => {
   const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
   if (!busybox) {
@@ -421,40 +442,14 @@ test(`${F} in a BusyBox container (PATH holds only BusyBox's applets): cut and r
   assert.equal(installed.status, 0, String(installed.stderr));
   assert.equal(fs.realpathSync(path.join(bin, 'sh')), fs.realpathSync(busybox));
   const env = await podServer(t, { podEnv: { PATH: bin } });
-  const log = capture();
-  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
-  const run = runExec(durable, script({ lines: 10, code: 5, tag: 'busybox' }));
-  await waitFor(() => starts(env.folder(), 'busybox') === 1, 5000, 'the script to start');
-  await new Promise((r) => setTimeout(r, 700));
-  await env.server.setPhase('refuse');
-  await new Promise((r) => setTimeout(r, 1000));
-  await env.server.setPhase('healthy');
-  const result = await run;
-  assert.equal(result.stdout.toString(), expectedOutput(10).out);
-  assert.equal(result.stderr.toString(), expectedOutput(10).err);
-  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '5' }]);
-  assert.equal(starts(env.folder(), 'busybox'), 1);
-  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  await ridesACut(env, 'busybox');
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
 });
 
 test(`${F} in a container whose /dev/shm cannot be written (the claim in /var/tmp): cut and reattached, the output whole, the exit code, once`, async (t) => {
   if (!asRoot(t)) return;
   const env = await podServer(t, { readOnlyShm: true });
-  const log = capture();
-  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
-  const run = runExec(durable, script({ lines: 10, code: 5, tag: 'noshm' }));
-  await waitFor(() => starts(env.folder(), 'noshm') === 1, 5000, 'the script to start');
-  await new Promise((r) => setTimeout(r, 700));
-  await env.server.setPhase('refuse');
-  await new Promise((r) => setTimeout(r, 1000));
-  await env.server.setPhase('healthy');
-  const result = await run;
-  assert.equal(result.stdout.toString(), expectedOutput(10).out);
-  assert.equal(result.stderr.toString(), expectedOutput(10).err);
-  assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '5' }]);
-  assert.equal(starts(env.folder(), 'noshm'), 1);
-  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  await ridesACut(env, 'noshm');
   const [runId] = [...runFiles(env.folder()).keys()];
   assert.ok(fs.existsSync(path.join('/var/tmp/.k8s-auth-preflight', runId)), 'the claim is in /var/tmp');
   await waitFor(() => runFolders(env.folder()).length === 0, 5000, "the run's files to be removed");
