@@ -269,6 +269,23 @@ function ownNames(script) {
   return named;
 }
 
+// The scripts as sent, built once per process: the same for every run (a
+// start's differs only by the utilities it looks for), and a hook process
+// that makes six execs would otherwise build and rename each six times.
+const built = new Map();
+
+function scriptOf(action) {
+  const key = action.step === 'start' ? `start ${JSON.stringify(action.utilities)}` : String(action.step);
+  let script = built.get(key);
+  if (script === undefined) {
+    const written = action.step === 'start' ? startScript(action.utilities) : Object.hasOwn(SCRIPTS, action.step) && SCRIPTS[action.step]();
+    if (!written) throw new TypeError(`not a pod step: ${JSON.stringify(action.step)}`);
+    script = ownNames(written);
+    built.set(key, script);
+  }
+  return script;
+}
+
 /**
  * The exec command of `action` (an `exec` action of the core): `received`
  * holds the bytes of stdout and stderr received so far, `command` is the
@@ -280,9 +297,7 @@ function podCommand(action, received, command) {
     return id;
   };
   runId(action.run);
-  const written = action.step === 'start' ? startScript(action.utilities) : SCRIPTS[action.step] && SCRIPTS[action.step]();
-  if (!written) throw new TypeError(`not a pod step: ${JSON.stringify(action.step)}`);
-  const script = ownNames(written);
+  const script = scriptOf(action);
   const cleanups = action.step === 'start' && Array.isArray(action.cleanup) ? action.cleanup.map(runId) : [];
   const args = [action.run, String(received.out), String(received.err), String(cleanups.length), ...cleanups];
   return ['sh', '-c', script, 'k8s-auth-preflight', ...args, ...(action.step === 'start' ? command : [])];
