@@ -397,15 +397,20 @@ function flushedWithin(promise, ms) {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** The exit status a step's status says: a Failure without one is a shell that could not run (127). */
+/**
+ * The exit status a step's status says: a Failure without one is a shell
+ * that could not run (127); -1 when it says one no shell gives (not a
+ * number, or 0 in a Failure), which the core reads as a status garbled on
+ * its way, as it does one above 255.
+ */
 function exitCodeOf(status) {
   if (!status || typeof status !== 'object') return 127;
   if (status.status === 'Success') return 0;
   const causes = status.details && Array.isArray(status.details.causes) ? status.details.causes : [];
-  for (const cause of causes) {
-    if (cause && cause.reason === 'ExitCode' && /^\d{1,3}$/.test(String(cause.message))) return Number(cause.message);
-  }
-  return 127;
+  const cause = causes.find((c) => c && c.reason === 'ExitCode');
+  if (!cause) return 127;
+  const said = /^\d{1,3}$/.test(String(cause.message)) ? Number(cause.message) : -1;
+  return said === 0 ? -1 : said;
 }
 
 function timeoutError(ms) {

@@ -51,8 +51,12 @@ pub enum StepEnd {
     /// Any status not ours: for a start or an attach the command's code;
     /// for the other steps, 0 is done.
     Code(i64),
+    /// 93: a relay could not write the command's output into its file (a
+    /// full disk, a file size limit): the output is incomplete.
+    OutputNotKept,
     /// 94: the process in the pod that waits for the command ended without
-    /// writing its code (something killed it): the code will never come.
+    /// writing its code (something killed or stopped it): the code will
+    /// never come.
     WatcherGone,
     /// 95: the command is not a program on the container's `PATH` (a shell
     /// builtin, a missing file): nothing was claimed.
@@ -60,7 +64,8 @@ pub enum StepEnd {
     /// 96: the run's folder cannot be made (no writable temp folder).
     NoFolder,
     /// 97: the step broke (its reader lost its stream), the run is not
-    /// done yet, or what was sent does not add up to what is left.
+    /// done yet, or what was sent does not add up to what is left; also a
+    /// status no shell gives (below 0, above 255), garbled on its way.
     Broke,
     /// 98: the run has no folder (never claimed, or removed).
     NoRecord,
@@ -77,6 +82,9 @@ impl StepEnd {
     /// The meaning of exit status `code`.
     pub fn of(code: i64) -> StepEnd {
         match code {
+            // No shell gives these: a status garbled on its way.
+            ..0 | 256.. => StepEnd::Broke,
+            93 => StepEnd::OutputNotKept,
             94 => StepEnd::WatcherGone,
             95 => StepEnd::NotAProgram,
             96 => StepEnd::NoFolder,

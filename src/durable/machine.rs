@@ -520,6 +520,11 @@ impl DurableRun {
             {
                 self.fail("ExitCodeLost", messages::watcher_gone(&self.pod))
             }
+            (PodStep::Finish, Some(StepEnd::Broke))
+                if self.confirm.map(StepEnd::of) == Some(StepEnd::OutputNotKept) =>
+            {
+                self.fail("OutputLost", messages::output_not_kept(&self.pod))
+            }
             // Not done: the step that ended was ours, broken; attach again.
             (PodStep::Finish, Some(StepEnd::Broke)) => {
                 self.phase = Phase::Running;
@@ -1420,7 +1425,7 @@ mod tests {
     fn a_status_of_ours_is_confirmed_by_a_finish_step_which_a_cut_makes_again() {
         // The command exited 98, or 97, as it may: the finish step says so.
         for code in [
-            94, 95, 96, 97, 98, 126, 127, 128, 130, 137, 143, 199, 202, 255,
+            93, 94, 95, 96, 97, 98, 126, 127, 128, 130, 137, 143, 199, 202, 255,
         ] {
             let mut r = run();
             let start = started(&mut r);
@@ -1440,7 +1445,7 @@ mod tests {
             );
         }
         // A status not ours needs no finish step.
-        for code in [0, 1, 2, 3, 93, 99, 125] {
+        for code in [0, 1, 2, 3, 92, 99, 125] {
             let mut r = run();
             let start = started(&mut r);
             r.on_fact(T0, ended(start, Some(code), ""));
@@ -1513,6 +1518,53 @@ mod tests {
             message.contains("exit code is unknown; it may still be running"),
             "{message}"
         );
+
+        // Not done, and a relay could not keep the output (93): the run
+        // fails at once, saying the output is incomplete.
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(93), ""));
+        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+        assert_eq!(step, PodStep::Finish);
+        r.on_fact(T0, ended(fin, Some(97), ""));
+        let end = drain(&mut r, T0);
+        assert!(exec(&end).is_none(), "{end:?}");
+        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
+            panic!("{end:?}")
+        };
+        assert_eq!(reason, "OutputLost");
+        assert!(
+            message.contains("could not be kept in the pod"),
+            "{message}"
+        );
+
+        // The command's own 93 (its run done) is its code.
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(93), ""));
+        let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, ended(fin, Some(0), "93 10 5"));
+        assert_eq!(delivered(&drain(&mut r, T0)), Some(Delivery::ExitCode(93)));
+    }
+
+    #[test]
+    fn a_status_no_shell_could_give_is_confirmed_by_a_finish_step_never_taken_as_the_code() {
+        for said in [-1, 256, 300, 999, i64::MAX, i64::MIN] {
+            assert_eq!(StepEnd::of(said), StepEnd::Broke, "{said}");
+            let mut r = run();
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, Some(said), ""));
+            let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+            assert_eq!(step, PodStep::Finish, "{said}");
+            r.on_fact(T0, ended(fin, Some(0), "3 10 5"));
+            assert_eq!(
+                delivered(&drain(&mut r, T0)),
+                Some(Delivery::ExitCode(3)),
+                "{said}"
+            );
+        }
+        assert_eq!(StepEnd::of(255), StepEnd::Signalled(255));
+        assert_eq!(StepEnd::of(93), StepEnd::OutputNotKept);
     }
 
     #[test]

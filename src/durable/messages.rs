@@ -56,11 +56,19 @@ pub fn output_lost(pod: &str, out: u64, err: u64) -> String {
     )
 }
 
-/// What waited for the command in the pod was killed before the command's
-/// code was written.
+/// The command's output could not be written into its files in the pod:
+/// what arrived is all there is of it.
+pub fn output_not_kept(pod: &str) -> String {
+    format!(
+        "the script in pod \"{pod}\" ended, but its output could not be kept in the pod (writing it into the container's temp folder failed: a full disk, or a file size limit): its output is incomplete"
+    )
+}
+
+/// What waited for the command in the pod was killed or stopped before the
+/// command's code was written.
 pub fn watcher_gone(pod: &str) -> String {
     format!(
-        "the process that waits for the script in pod \"{pod}\" was killed before the script's exit code was written (by the script itself, or from outside): the script's exit code is unknown; it may still be running"
+        "the process that waits for the script in pod \"{pod}\" was killed or stopped before the script's exit code was written (by the script itself, or from outside): the script's exit code is unknown; it may still be running"
     )
 }
 

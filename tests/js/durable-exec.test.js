@@ -716,6 +716,46 @@ test(`${F} a command that deletes everything in its temp folder (find -delete) g
   assert.equal(b.stderr.toString(), 'a2\nc\n');
 });
 
+test(`${F} a status whose exit code a broken proxy rewrote (000, 300, a Failure saying 0, -1) is not taken as the command's: the code is read from the pod`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  for (const [said, code] of [['000', 3], ['300', 3], ['0', 3], ['0', 0], ['-1', 4]]) {
+    const tag = `garbled-${said}-${code}`;
+    // Only the start carries the command's text: the steps that confirm the code get the server's true status.
+    env.server.configure({ execResults: [{ contains: tag, statusExitCode: said }] });
+    const r = await runExec(durable, ['sh', '-c', `echo ${tag}; exit ${code}`]);
+    if (code === 0) assert.equal(r.status && r.status.status, 'Success', `${said}: ${JSON.stringify(r.status)}`);
+    else assert.deepEqual(r.status && r.status.details && r.status.details.causes, [{ reason: 'ExitCode', message: String(code) }], `${said}: ${JSON.stringify(r.status)}`);
+    assert.equal(r.stdout.toString(), `${tag}\n`, said);
+  }
+});
+
+test(`${F} output the pod cannot keep (a file size limit in the container stops the relay writing it): a Failure saying the output is incomplete, never a success`, async (t) => {
+  // The container's `sh` runs under a file size limit of 20 KiB (ulimit -f
+  // 40), and with it everything the exec starts: the command's output goes
+  // to the caller, but its copy in the pod's temp folder cannot be written.
+  const bin = tempDir(t, 'fsize-sh');
+  fs.writeFileSync(path.join(bin, 'sh'), '#!/bin/sh\nulimit -f 40\nexec /bin/sh "$@"\n', { mode: 0o755 });
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin` } });
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const r = await runExec(durable, ['sh', '-c', 'echo started >> big.starts; head -c 60000 /dev/zero | tr "\\0" a; echo last >&2; exit 0']);
+  assert.equal(r.status && r.status.status, 'Failure', JSON.stringify(r.status));
+  assert.equal(r.status.reason, 'OutputLost');
+  assert.match(r.status.message, /could not be kept in the pod/);
+  assert.ok(r.stdout.length < 60000, 'the output is not whole (it could not be)');
+  assert.equal(starts(env.folder(), 'big'), 1, 'started once');
+});
+
+test(`${F} a command that stops what waits for it (kill -STOP $PPID) and ends: the exec fails saying its exit code is unknown, never a hang`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const result = await runExec(durable, ['sh', '-c', 'echo a; kill -STOP $PPID; echo after; exit 0']);
+  assert.equal(result.status && result.status.status, 'Failure', JSON.stringify(result.status));
+  assert.equal(result.status.reason, 'ExitCodeLost');
+  assert.match(result.status.message, /exit code is unknown/);
+  assert.equal(result.stdout.toString(), 'a\nafter\n');
+});
+
 test(`${F} a command that kills what waits for it in the pod: the exec fails at once saying its exit code is unknown, never a hang`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });

@@ -44,6 +44,11 @@
  * apiserver that lost its kubelet connection may; the exec's outcome is
  * 'closed-without-status' (exitCode still says how the command ended).
  *
+ * A status a broken proxy rewrote: an entry's `statusExitCode` (a string)
+ * is sent as the exit code of a Failure status in place of the command's
+ * own (details.causes[{ reason: "ExitCode", message: statusExitCode }]),
+ * whatever the command's code was, 0 included.
+ *
  * A stream held open after its status: an entry's `openAfterStatusMs` (ms
  * >= 0) makes the server stop reading the socket after the status frame (a
  * close the client sends goes unanswered) and close it that long after, as
@@ -131,6 +136,9 @@ function checkExecResults(value) {
     if (r.openAfterStatusMs !== undefined && !(Number.isFinite(r.openAfterStatusMs) && r.openAfterStatusMs >= 0)) {
       throw new RangeError(`openAfterStatusMs must be a non-negative number, got ${JSON.stringify(r.openAfterStatusMs)}`);
     }
+    if (r.statusExitCode !== undefined && typeof r.statusExitCode !== 'string') {
+      throw new TypeError(`statusExitCode must be a string, got ${JSON.stringify(r.statusExitCode)}`);
+    }
     if (r.closeWithoutStatus !== undefined && typeof r.closeWithoutStatus !== 'boolean') {
       throw new TypeError(`closeWithoutStatus must be a boolean, got ${JSON.stringify(r.closeWithoutStatus)}`);
     }
@@ -169,8 +177,9 @@ function parseExecQuery(search) {
   };
 }
 
-function exitStatus(command, exitCode) {
-  if (exitCode === 0) return { metadata: {}, status: 'Success' };
+function exitStatus(command, exitCode, statusExitCode) {
+  if (statusExitCode !== undefined) exitCode = statusExitCode;
+  else if (exitCode === 0) return { metadata: {}, status: 'Success' };
   return {
     metadata: {},
     status: 'Failure',
@@ -378,7 +387,7 @@ function createExecHandler({ later, settings, container = null }) {
         if (query.stderr && result.stderr) ws.send(frame(STDERR, result.stderr));
         if (result.closeWithoutStatus) exec.outcome = 'closed-without-status';
         else {
-          ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exitCode))));
+          ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exitCode, result.statusExitCode))));
           exec.outcome = 'exited';
         }
         exec.exitCode = exitCode;
@@ -513,7 +522,7 @@ function createExecHandler({ later, settings, container = null }) {
       }
       if (result.closeWithoutStatus) end('closed-without-status');
       else {
-        ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exec.exitCode))));
+        ws.send(frame(STATUS, JSON.stringify(exitStatus(exec.command, exec.exitCode, result.statusExitCode))));
         end('exited');
       }
       closeAfterStatus(ws, result);
