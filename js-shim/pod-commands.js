@@ -22,7 +22,7 @@
 // run claimed, and a reattach knows whether it got everything.
 
 // A run's files but `done` and the claim's mark `c` (what a clean-up removes).
-const FILES = ['out', 'err', 'wake', 'pid', 'w', 'code', 'lost'];
+const FILES = ['out', 'err', 'ep', 'op', 'wake', 'pid', 'w', 'code', 'lost'];
 
 // The run's path (its files' names without their last part) and the offsets; the files of the delivered runs named
 // after them are removed, by one `rm` in the background (a start carries
@@ -77,12 +77,9 @@ const SIZES = '[ "$zo" = - ]&&{ [ -f "$so" ]&&[ -f "$se" ]||exit 97;zo=$(($(wc -
 // Streams until the command has ended and all its output is sent, writes
 // `done`, and exits with the command's code. A run already done sends what
 // is left past the offsets and exits with its code, or 97 when what was
-// sent does not add up to its sizes (its files are gone). The wake is
-// opened read-write (never blocks) before the end is looked for, so an end
-// written after the look wakes the read: the run's FIFO where there is one
-// (a reattach makes it; so does a start without /proc), else the pipe from
-// the start's waiter (this reader's stdin, opened again through /proc: no
-// FIFO, no `mkfifo`, on a healthy start). Otherwise a tick, written
+// sent does not add up to its sizes (its files are gone). The wake
+// FIFO is opened read-write (never blocks) before the end is looked for, so
+// an end written after the look wakes the read; otherwise a tick, written
 // through the open descriptor (the folder may have been removed), wakes it:
 // every 0.1 s for 2 s after output moved (or after the start), then every
 // second (a `sleep` without fractions sleeps 1 s). The process that waits
@@ -104,9 +101,7 @@ const ATTACH = [
   // Files removed before the end: the record is gone. (A redirection that
   // fails ends a shell at `exec`: the files are looked at first.)
   '[ -f "$d.out" ]&&[ -f "$d.err" ]||exit 98',
-  'exec 4<"$d.out" 5<"$d.err"',
-  // (`command exec`: a redirection that fails does not end the shell.)
-  'if [ ! -p "$d.wake" ]&&[ -p /proc/self/fd/0 ]&&command exec 2>/dev/null 3<>/proc/self/fd/0;then :;else [ -p "$d.wake" ]||mkfifo "$d.wake";[ -p "$d.wake" ]||exit 97;exec 3<>"$d.wake";fi',
+  'exec 3<>"$d.wake" 4<"$d.out" 5<"$d.err"',
   '[ -r /proc/self/fd/4 ]&&[ -r /proc/self/fd/5 ]&&{ so=/proc/self/fd/4;se=/proc/self/fd/5;}',
   'q=0',
   'while :;do',
@@ -141,40 +136,31 @@ const ATTACH = [
 // nor blocks it, and its group can be stopped), apart from the process that
 // waits for it and the relays (a command that signals its own group, `kill
 // 0`, stops only itself), stdin from /dev/null, run as a program (`exec`:
-// never a builtin), stdout and stderr through pipes and `cat` relays into
-// the files, so that output of children that outlive it still arrives, as a
-// runtime's pipes wait for it (and a command that opens /dev/stderr by name
-// opens a pipe, never truncates a file). The pipes are a pipeline's: no
-// FIFO is made. The exit code is written (in one write, into the folder
-// made again if the command removed it) once both relays have ended; then
-// the reader is woken. Neither the waiter nor the command is an
-// asynchronous list (`&`): a shell starts those with SIGINT and SIGQUIT
+// never a builtin), stdout and stderr through relays into the files, so
+// that output of children that outlive it still arrives, as a runtime's
+// pipes wait for it. The exit code is written (in one write, into the
+// folder made again if the command removed it) once both relays have ended,
+// and before it `lost` when a relay failed (a full disk, a file size limit:
+// the output is incomplete); then the reader is woken. Neither the waiter
+// nor the command is an asynchronous list (`&`): a shell starts those with
+// SIGINT and SIGQUIT
 // ignored, and no shell can undo that. The waiter is a subshell, the left
-// side of a pipeline whose right side is the reader (its stdout the
-// reader's stdin: the wake); this step's own shell stays until both have
-// ended. The waiter's command substitution holds the relays' pipelines;
-// the command's parent in it, whose notes go to /dev/null, prints its
-// status there (none: something killed it, and no code is written), and a
-// relay that failed (a full disk, a file size limit) prints L: the output
-// is incomplete, which `lost` says, written before the code. The
-// command is a subshell that writes its pid (its own, read from
-// /proc/self/stat: `$$` is the step's shell), takes the pipes (fd 1 as
-// given, stderr from fd 9), closes the others and becomes `setsid` and
-// then the command, keeping its pid; without /proc, a shell in the new
-// session writes its pid and becomes the command. Between writing its pid
-// and becoming the command it looks for `done`: a kill writes it before it
-// looks for the pid, so either the kill finds the pid, or the command
-// finds `done` and never starts. Every process started here is a fork or
-// a small utility: each costs about a millisecond, paid by every healthy
-// exec.
-const COMMAND = `if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null 2>&9 9>&- 8>&-;[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
-else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null 2>&9 9>&-;echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@" 8>&-);fi`;
+// side of a pipeline whose right side is the reader; this step's own shell
+// stays until both have ended. The command is a subshell of the waiter that
+// writes its pid (its own, read from /proc/self/stat: `$$` is the step's
+// shell), opens the files (so that the waiter's note of how it ended never
+// lands in the output) and becomes `setsid` and then the command, keeping
+// its pid; without /proc, a shell in the new session writes its pid and
+// becomes the command. Between writing its pid and becoming the command it
+// looks for `done`: a kill writes it before it looks for the pid, so either
+// the kill finds the pid, or the command finds `done` and never starts.
+// Every process started here is a fork or a small
+// utility: each costs about a millisecond, paid by every healthy exec.
 const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d.w";fi
-x=$(exec 8>&1;{ { ${COMMAND};echo $? >&8;} 9>&1 >&7 7>&- 2>/dev/null|cat >>"$d.err" 7>&- 8>&-;[ $? = 0 ]||echo L >&8;} 7>&1|cat >>"$d.out" 8>&-;[ $? = 0 ]||echo L)
-case "$x" in *L*)lo=1;;*)lo=;;esac;x=\${x%%[!0-9]*}
-[ -z "$lo" ]||{ [ -d "$b" ]||mkdir -p "$b";: >"$d.lost";}
-[ -z "$x" ]||{ [ -d "$b" ]||mkdir -p "$b";echo $x >"$d.code";}
-trap '' PIPE;echo w;[ -p "$d.wake" ]&&echo w 1<>"$d.wake") </dev/null 6>&-|attach`;
+cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & y=$!
+if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
+else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;lo=;wait $y||lo=1;wait $c||lo=1
+[ -d "$b" ]||mkdir -p "$b";[ -z "$lo" ]||: >"$d.lost";echo $x >"$d.code";echo w 1<>"$d.wake") </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
 // O_EXCL (`set -C`: the shell's own, no process; `true`, not `:`, whose
@@ -212,9 +198,7 @@ function startScript(utilities) {
     ATTACH,
     CLAIM,
     'if [ "$own" = 1 ];then',
-    'true >"$d.out"&&true >"$d.err"||{ rm -f "$d.out" "$d.err" "$d.c";exit 96;}',
-    // Without /proc the reader is woken through the run's FIFO.
-    '[ -d /proc/self/fd ]||mkfifo "$d.wake"||{ rm -f "$d.out" "$d.err" "$d.c";exit 96;}',
+    'true >"$d.out"&&true >"$d.err"&&mkfifo "$d.wake" "$d.ep" "$d.op"||{ rm -f "$d.out" "$d.err" "$d.wake" "$d.ep" "$d.op" "$d.c";exit 96;}',
     LAUNCH,
     'exit $?',
     'fi',
@@ -224,9 +208,7 @@ function startScript(utilities) {
 
 const SCRIPTS = {
   look: () => [FOLDER, `${CLAIMED}||exit 98`].join('\n'),
-  // (The reader is woken through the run's FIFO, made here: the waiter
-  // writes into it too when it is there.)
-  attach: () => [FOLDER, ATTACH, '[ -f "$d.out" ]&&[ ! -p "$d.wake" ]&&mkfifo "$d.wake"', 'attach'].join('\n'),
+  attach: () => [FOLDER, ATTACH, 'attach'].join('\n'),
   // Prints `done` (the code and the sizes sent); 97 when the run is not
   // done, 98 when it has no files, or its output files went away first.
   finish: () =>
