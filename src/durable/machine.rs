@@ -1500,43 +1500,35 @@ mod tests {
         r.on_fact(T0, ended(fin, Some(97), ""));
         assert_eq!(exec(&drain(&mut r, T0)).unwrap().1, PodStep::Attach);
 
-        // Not done, and what waits for the command is gone (94): it never
-        // will be; the run fails at once, saying the code is unknown.
-        let mut r = run();
-        let start = started(&mut r);
-        r.on_fact(T0, ended(start, Some(94), ""));
-        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
-        assert_eq!(step, PodStep::Finish);
-        r.on_fact(T0, ended(fin, Some(97), ""));
-        let end = drain(&mut r, T0);
-        assert!(exec(&end).is_none(), "{end:?}");
-        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
-            panic!("{end:?}")
-        };
-        assert_eq!(reason, "ExitCodeLost");
-        assert!(
-            message.contains("exit code is unknown; it may still be running"),
-            "{message}"
-        );
-
-        // Not done, and a relay could not keep the output (93): the run
-        // fails at once, saying the output is incomplete.
-        let mut r = run();
-        let start = started(&mut r);
-        r.on_fact(T0, ended(start, Some(93), ""));
-        let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
-        assert_eq!(step, PodStep::Finish);
-        r.on_fact(T0, ended(fin, Some(97), ""));
-        let end = drain(&mut r, T0);
-        assert!(exec(&end).is_none(), "{end:?}");
-        let Some(Delivery::Failed { reason, message }) = delivered(&end) else {
-            panic!("{end:?}")
-        };
-        assert_eq!(reason, "OutputLost");
-        assert!(
-            message.contains("could not be kept in the pod"),
-            "{message}"
-        );
+        // Not done, and never will be: what waits for the command is gone
+        // (94), or a relay could not keep the output (93). The run fails at
+        // once, saying what is unknown.
+        for (status, reason, says) in [
+            (
+                94,
+                "ExitCodeLost",
+                "exit code is unknown; it may still be running",
+            ),
+            (93, "OutputLost", "could not be kept in the pod"),
+        ] {
+            let mut r = run();
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, Some(status), ""));
+            let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+            assert_eq!(step, PodStep::Finish);
+            r.on_fact(T0, ended(fin, Some(97), ""));
+            let end = drain(&mut r, T0);
+            assert!(exec(&end).is_none(), "{end:?}");
+            let Some(Delivery::Failed {
+                reason: got,
+                message,
+            }) = delivered(&end)
+            else {
+                panic!("{end:?}")
+            };
+            assert_eq!(got, reason);
+            assert!(message.contains(says), "{message}");
+        }
 
         // The command's own 93 (its run done) is its code.
         let mut r = run();
