@@ -116,18 +116,25 @@ const ATTACH = [
   // Nor will it when the command has ended and its parent (which holds its
   // status) is stopped, or it is gone and the waiter is stopped: a command
   // may stop what waits for it. (The command's state follows the last ")"
-  // of its stat: its name may hold anything.)
+  // of its stat's first line; a zombie is confirmed by its status, whose
+  // name is escaped: a name may hold a newline and a ") Z ".)
   '[ -n "$cp" ]||{ read -r cp <"$d.pid";} 2>/dev/null',
   'if [ -n "$cp" ]&&[ -r /proc/$$/stat ];then l=;z=;{ read -r l <"/proc/$cp/stat";} 2>/dev/null',
   'if [ -z "$l" ];then { read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
-  'else l=${l##*) };z=${l%% *};l=${l#* };pp=${l%% *};if [ "$z" = Z ];then z=;{ read -r _ _ z _ <"/proc/$pp/stat";} 2>/dev/null;else z=;fi;fi',
-  'case "$z" in T|t)[ -s "$d.code" ]||{ drain;exit 94;};;esac;fi',
+  'else l=${l##*) };z=${l%% *};pp=',
+  'if [ "$z" = Z ];then z=;{ while read -r k l _;do case "$k" in State:)z=$l;;PPid:)pp=$l;break;;esac;done <"/proc/$cp/status";} 2>/dev/null;fi',
+  'if [ "$z" = Z ]&&[ -n "$pp" ];then z=;{ read -r _ _ z _ <"/proc/$pp/stat";} 2>/dev/null;else z=;fi;fi',
+  // (The stopped waiter is killed: the step's shell waits for it.)
+  'case "$z" in T|t)[ -s "$d.code" ]||{ drain;kill -KILL "$wp" 2>/dev/null;exit 94;};;esac;fi',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
   '(sleep $s||sleep 1;echo t >&3) >/dev/null 6>&- &',
   't=$!',
-  'read -r _ <&3',
+  'read -r k <&3',
   'kill "$t" 2>/dev/null',
+  // The waiter's last word (w, after the code): a code still not there
+  // could not be written (a full disk), and will never be.
+  `[ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ]&&{ drain;[ -e "$d.lost" ]&&exit 93;exit 94;}`,
   'done',
   '}',
 ].join('\n');

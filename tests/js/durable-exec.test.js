@@ -746,6 +746,40 @@ test(`${F} output the pod cannot keep (a file size limit in the container stops 
   assert.equal(starts(env.folder(), 'big'), 1, 'started once');
 });
 
+test(`${F} a full temp folder in the container: the exec fails saying its output could not be kept, never a hang`, { skip: process.getuid() !== 0 && 'needs root (a tmpfs)' }, async (t) => {
+  // The pod's temp folder is a 64 KiB tmpfs that something else has filled:
+  // the run's files can be made, but nothing can be written into them, the
+  // waiter's pid and the command's code included.
+  const { execFileSync } = require('node:child_process');
+  const full = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'full-tmp-'));
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', full]);
+  t.after(() => {
+    execFileSync('umount', ['-l', full]);
+    fs.rmSync(full, { recursive: true, force: true });
+  });
+  try {
+    fs.writeFileSync(path.join(full, 'filler'), Buffer.alloc(65536));
+  } catch {
+    // full
+  }
+  const env = await podServer(t, { podEnv: { TMPDIR: full } });
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const r = await runExec(durable, ['sh', '-c', 'echo hello; exit 0']);
+  assert.equal(r.status && r.status.status, 'Failure', JSON.stringify(r.status));
+  assert.equal(r.status.reason, 'OutputLost');
+});
+
+test(`${F} a running command named like a zombie's stat line ("x) Z <pid>" and a newline) is not taken for one: it ends with its own code (the stopped child it leaves is hung up by the kernel)`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  // A stopped child, and the command running on as a copy of `sleep` whose
+  // name reads as a zombie whose parent is that child.
+  const command = 'sleep 30 >/dev/null 2>&1 </dev/null & s=$!; sleep 0.3; kill -STOP $s; n="$(printf "x) Z %s\\nq" $s)"; n=${n%q}; cp "$(command -v sleep)" "$TMPDIR/$n"; echo started; exec "$TMPDIR/$n" 2';
+  const r = await runExec(durable, ['sh', '-c', command]);
+  assert.equal(r.status && r.status.status, 'Success', JSON.stringify(r.status));
+  assert.equal(r.stdout.toString(), 'started\n');
+});
+
 test(`${F} a command that stops what waits for it (kill -STOP $PPID) and ends: the exec fails saying its exit code is unknown, never a hang`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
