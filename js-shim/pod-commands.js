@@ -150,8 +150,7 @@ const ATTACH = [
 // and before it `lost` when a relay failed (a full disk, a file size limit:
 // the output is incomplete); then the reader is woken. Neither the waiter
 // nor the command is an asynchronous list (`&`): a shell starts those with
-// SIGINT and SIGQUIT
-// ignored, and no shell can undo that. The waiter is a subshell, the left
+// SIGINT and SIGQUIT ignored, and no shell can undo that. The waiter is a subshell, the left
 // side of a pipeline whose right side is the reader; this step's own shell
 // stays until both have ended. The command is a subshell of the waiter that
 // writes its pid (its own, read from /proc/self/stat: `$$` is the step's
