@@ -41,11 +41,15 @@ const FOLDER = [
   // The shell's own complaints (a job killed, a file not there) are not
   // the command's stderr: fd 2 goes to /dev/null, and the command's stderr
   // is written to fd 6, the exec's own; nothing started from here keeps 6.
+  // A write past a file size limit fails instead of killing what writes
+  // (SIGXFSZ): a waiter killed so would leave no word at all. The command
+  // gets the signal's disposition back.
   'exec 6>&2 2>/dev/null',
+  "trap '' XFSZ",
   C_LOCALE,
   'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;cv=/var/tmp/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d.out";se="$d.err";wp=',
   `clean(){ rm -f ${FILES.map((f) => `"$1.${f}"`).join(' ')};}`,
-  `l=;while [ "$k" -gt 0 ];do [ -s "$b/$1.done" ]&&l="$l ${FILES.map((f) => `$1.${f}`).join(' ')}";k=$((k-1));shift;done`,
+  `l=;while [ "$k" -gt 0 ];do { [ -s "$b/$1.done" ]||[ -e "$b/$1.lost" ];}&&l="$l ${FILES.map((f) => `$1.${f}`).join(' ')}";k=$((k-1));shift;done`,
   '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 6>&- & }',
 ].join('\n');
 
@@ -83,11 +87,15 @@ const SIZES = '[ "$zo" = - ]&&{ [ -f "$so" ]&&[ -f "$se" ]||exit 97;zo=$(($(wc -
 // through the open descriptor (the folder may have been removed), wakes it:
 // every 0.1 s for 2 s after output moved (or after the start), then every
 // second (a `sleep` without fractions sleeps 1 s). The process that waits
-// for the command (its pid in `w`) is looked at on each round: when it has
-// ended without writing the code (something killed it), waiting longer
-// would never end.
+// for the command and its relays (their pids in `w`) are looked at on each
+// round: when the waiter has ended without writing the code (something
+// killed it), waiting longer would never end.
 const ATTACH = [
   DRAIN,
+  // No code will come (what waits for the command was killed or stopped,
+  // or could not write it): what the files hold is sent, and the status
+  // says whether a relay failed (93: the output is incomplete) or not (94).
+  'gone(){ drain;[ -e "$d.lost" ]&&exit 93;exit 94;}',
   // The run is done (another reader wrote it, or a kill): send what is left
   // past the offsets, and exit with the code if that adds up.
   `over(){ read -r c zo ze <"$d.done";case "$c" in ''|*[!0-9]*)exit 97;;esac;${SIZES};drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}`,
@@ -108,11 +116,14 @@ const ATTACH = [
   '[ -s "$d.done" ]&&over',
   // (A relay that could not write the output into its file left `lost`:
   // the output is incomplete, and no `done` says otherwise.)
-  `if [ -s "$d.code" ];then read -r c <"$d.code";[ -e "$d.lost" ]&&{ drain;exit 93;};rest;[ -s "$d.done" ]||${DONE};exit "$c";fi`,
+  `if [ -s "$d.code" ];then read -r c <"$d.code";[ -e "$d.lost" ]&&gone;rest;[ -s "$d.done" ]||${DONE};exit "$c";fi`,
   'drain',
-  '[ -n "$wp" ]||{ read -r wp <"$d.w";} 2>/dev/null',
+  '[ -n "$ry" ]||{ read -r wp rc ry <"$d.w";} 2>/dev/null',
+  // A relay stopped (by the command, or one of its children) would never
+  // end, nor would the waiter's wait for it: it is let go on.
+  'for p in $rc $ry;do l=;{ read -r l <"/proc/$p/stat";} 2>/dev/null;l=${l##*) };case "${l%% *}" in T|t)kill -CONT "$p" 2>/dev/null;;esac;done',
   'if [ -n "$wp" ]&&[ -r /proc/$$/stat ];then z=;{ read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
-  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d.code" ]||{ drain;exit 94;};fi;fi',
+  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d.code" ]||gone;fi;fi',
   // Nor will it when the command has ended and its parent (which holds its
   // status) is stopped, or it is gone and the waiter is stopped: a command
   // may stop what waits for it. (The command's state follows the last ")"
@@ -124,8 +135,9 @@ const ATTACH = [
   'else l=${l##*) };z=${l%% *};pp=',
   'if [ "$z" = Z ];then z=;{ while read -r k l _;do case "$k" in State:)z=$l;;PPid:)pp=$l;break;;esac;done <"/proc/$cp/status";} 2>/dev/null;fi',
   'if [ "$z" = Z ]&&[ -n "$pp" ];then z=;{ read -r _ _ z _ <"/proc/$pp/stat";} 2>/dev/null;else z=;fi;fi',
-  // (The stopped waiter is killed: the step's shell waits for it.)
-  'case "$z" in T|t)[ -s "$d.code" ]||{ drain;kill -KILL "$wp" 2>/dev/null;exit 94;};;esac;fi',
+  // (The stopped waiter, or the command's parent where the waiter's pid is
+  // not known, is killed: the step's shell waits for it.)
+  'case "$z" in T|t)[ -s "$d.code" ]||{ kill -KILL "${wp:-$pp}" 2>/dev/null;gone;};;esac;fi',
   '[ "$m" = 1 ]&&q=0',
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
   '(sleep $s||sleep 1;echo t >&3) >/dev/null 6>&- &',
@@ -134,7 +146,7 @@ const ATTACH = [
   'kill "$t" 2>/dev/null',
   // The waiter's last word (w, after the code): a code still not there
   // could not be written (a full disk), and will never be.
-  `[ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ]&&{ drain;[ -e "$d.lost" ]&&exit 93;exit 94;}`,
+  `[ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ]&&gone`,
   'done',
   '}',
 ].join('\n');
@@ -150,7 +162,8 @@ const ATTACH = [
 // and before it `lost` when a relay failed (a full disk, a file size limit:
 // the output is incomplete); then the reader is woken. Neither the waiter
 // nor the command is an asynchronous list (`&`): a shell starts those with
-// SIGINT and SIGQUIT ignored, and no shell can undo that. The waiter is a subshell, the left
+// SIGINT and SIGQUIT ignored, and no shell can undo that. The waiter is a
+// subshell (its pid and its relays' in `w`), the left
 // side of a pipeline whose right side is the reader; this step's own shell
 // stays until both have ended. The command is a subshell of the waiter that
 // writes its pid (its own, read from /proc/self/stat: `$$` is the step's
@@ -162,10 +175,10 @@ const ATTACH = [
 // the kill finds the pid, or the command finds `done` and never starts.
 // Every process started here is a fork or a small
 // utility: each costs about a millisecond, paid by every healthy exec.
-const LAUNCH = `(if [ -r /proc/self/stat ];then read -r i iz </proc/self/stat;echo "$i" >"$d.w";fi
-cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & y=$!
-if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};exec setsid "$@")
-else (set -- "$d" "$@";${RESTORE_ENV};exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;lo=;wait $y||lo=1;wait $c||lo=1
+const LAUNCH = `(i=;[ -r /proc/self/stat ]&&read -r i iz </proc/self/stat
+cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & y=$!;[ -z "$i" ]||echo "$i $c $y" >"$d.w"
+if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};trap - XFSZ;exec setsid "$@")
+else (set -- "$d" "$@";${RESTORE_ENV};trap - XFSZ;exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;lo=;wait $y||lo=1;wait $c||lo=1
 [ -d "$b" ]||mkdir -p "$b";[ -z "$lo" ]||: >"$d.lost";echo $x >"$d.code";echo w 1<>"$d.wake") </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
@@ -204,7 +217,10 @@ function startScript(utilities) {
     ATTACH,
     CLAIM,
     'if [ "$own" = 1 ];then',
-    'true >"$d.out"&&true >"$d.err"&&mkfifo "$d.wake" "$d.ep" "$d.op"||{ rm -f "$d.out" "$d.err" "$d.wake" "$d.ep" "$d.op" "$d.c";exit 96;}',
+    // (A line written into `w`, where the waiter's pid goes, proves that the
+    // folder takes writes: a full disk or a file size limit of 0 runs the
+    // exec plainly.)
+    'true >"$d.out"&&true >"$d.err"&&echo >"$d.w"&&mkfifo "$d.wake" "$d.ep" "$d.op"||{ rm -f "$d.out" "$d.err" "$d.w" "$d.wake" "$d.ep" "$d.op" "$d.c";exit 96;}',
     LAUNCH,
     'exit $?',
     'fi',
@@ -225,7 +241,8 @@ const SCRIPTS = {
       'read -r c zo ze <"$d.done";[ "$zo" = - ]&&[ -f "$so" ]&&[ -f "$se" ]&&{ zo=$(($(wc -c <"$so")));ze=$(($(wc -c <"$se")));}',
       'echo "$c $zo $ze"',
     ].join('\n'),
-  cleanup: () => [FOLDER, '[ -s "$d.done" ]||exit 0', 'clean "$d"'].join('\n'),
+  // (A run whose relay failed, `lost`, has ended too.)
+  cleanup: () => [FOLDER, '{ [ -s "$d.done" ]||[ -e "$d.lost" ];}||exit 0', 'clean "$d"'].join('\n'),
   // TERM to the command's group, up to 2 s for it to end, then KILL. A run
   // not yet claimed is claimed here, so that no start that arrives later
   // starts it: 98, nothing was started.
@@ -262,7 +279,7 @@ const SCRIPTS = {
 // variable that came from the environment, under any shell). The scripts
 // set nothing else but LC_ALL (given back) and IFS (which no shell takes
 // from the environment).
-const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'cv', 'y', 'o', 'e', 'k', 'so', 'se', 'wp', 'cp', 'pp', 'l', 'lo', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
+const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'cv', 'y', 'o', 'e', 'k', 'so', 'se', 'wp', 'rc', 'ry', 'cp', 'pp', 'l', 'lo', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
 const PREFIX = '_K';
 const THEIRS = new Set(['LC_ALL', 'IFS']);
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';

@@ -64,9 +64,10 @@ pub enum StepEnd {
     /// 96: the run's folder cannot be made (no writable temp folder).
     NoFolder,
     /// 97: the step broke (its reader lost its stream), the run is not
-    /// done yet, or what was sent does not add up to what is left; also a
-    /// status no shell gives (below 0, above 255), garbled on its way.
+    /// done yet, or what was sent does not add up to what is left.
     Broke,
+    /// A status no shell gives (below 0, above 255): garbled on its way.
+    Garbled,
     /// 98: the run has no folder (never claimed, or removed).
     NoRecord,
     /// 126, 127: `sh` could not run our script.
@@ -83,7 +84,7 @@ impl StepEnd {
     pub fn of(code: i64) -> StepEnd {
         match code {
             // No shell gives these: a status garbled on its way.
-            ..0 | 256.. => StepEnd::Broke,
+            ..0 | 256.. => StepEnd::Garbled,
             93 => StepEnd::OutputNotKept,
             94 => StepEnd::WatcherGone,
             95 => StepEnd::NotAProgram,

@@ -58,6 +58,9 @@ const STARTS_REFUSED: u32 = 3;
 // Attempts are bounded by the time without a connection; this only bounds
 // a line whose steps keep failing at once.
 const MAX_ATTEMPTS: u32 = 10_000;
+// Finish steps whose status is none a finish gives (garbled on its way):
+// after this many, the code is unknown.
+const FINISHES_UNREAD: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -149,6 +152,8 @@ pub struct DurableRun {
     reading_ledger: bool,
     /// Starts that failed and that a look then found never claimed.
     starts_refused: u32,
+    /// Finish steps whose status was none a finish gives.
+    finishes_unread: u32,
 }
 
 impl DurableRun {
@@ -231,6 +236,7 @@ impl DurableRun {
             cleaning: Vec::new(),
             reading_ledger: false,
             starts_refused: 0,
+            finishes_unread: 0,
         }
         .reading_the_ledger()
     }
@@ -509,28 +515,31 @@ impl DurableRun {
                         out.saturating_sub(got_out),
                         err.saturating_sub(got_err),
                     );
-                    self.fail("OutputLost", message)
+                    self.fail_ended(now_ms, "OutputLost", message)
                 }
                 None => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
             },
             (PodStep::Finish, Some(StepEnd::NoRecord)) => self.no_record_after(self.confirm),
-            // Not done, and never will be.
-            (PodStep::Finish, Some(StepEnd::Broke))
-                if self.confirm.map(StepEnd::of) == Some(StepEnd::WatcherGone) =>
-            {
-                self.fail("ExitCodeLost", messages::watcher_gone(&self.pod))
-            }
-            (PodStep::Finish, Some(StepEnd::Broke))
-                if self.confirm.map(StepEnd::of) == Some(StepEnd::OutputNotKept) =>
-            {
-                self.fail("OutputLost", messages::output_not_kept(&self.pod))
-            }
-            // Not done: the step that ended was ours, broken; attach again.
-            (PodStep::Finish, Some(StepEnd::Broke)) => {
-                self.phase = Phase::Running;
-                let said = messages::step_broke(&self.pod, self.confirm.unwrap_or(97));
-                self.lost(now_ms, &said, Class::Transient { why: said.clone() })
-            }
+            // Not done: what the start or the attach ended with says why.
+            (PodStep::Finish, Some(StepEnd::Broke)) => match self.confirm.map(StepEnd::of) {
+                // Never will be.
+                Some(StepEnd::WatcherGone) => {
+                    self.fail("ExitCodeLost", messages::watcher_gone(&self.pod))
+                }
+                // The command ended, its output incomplete.
+                Some(StepEnd::OutputNotKept) => {
+                    self.fail_ended(now_ms, "OutputLost", messages::output_not_kept(&self.pod))
+                }
+                // The step that ended was ours, broken: attach again.
+                _ => {
+                    self.phase = Phase::Running;
+                    let said = messages::step_broke(&self.pod, self.confirm.unwrap_or(97));
+                    self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+                }
+            },
+            // No status a finish gives (garbled on its way, or a signal):
+            // it says nothing of the run.
+            (PodStep::Finish, Some(_)) => self.finish_unread(now_ms, exit_code),
             (_, Some(StepEnd::Code(code))) => {
                 let said = messages::step_broke(&self.pod, code);
                 self.lost(now_ms, &said, Class::Transient { why: said.clone() })
@@ -543,6 +552,18 @@ impl DurableRun {
         }
     }
 
+    /// A finish step's answer said nothing: made again, a few times, then
+    /// the code is unknown (a proxy that garbles every answer).
+    fn finish_unread(&mut self, now_ms: u64, status: Option<i64>) {
+        self.finishes_unread = self.finishes_unread.saturating_add(1);
+        if self.finishes_unread >= FINISHES_UNREAD {
+            let message = messages::code_unread(&self.pod, self.finishes_unread);
+            return self.fail("ExitCodeUnknown", message);
+        }
+        let said = messages::step_broke(&self.pod, status.unwrap_or(-1));
+        self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+    }
+
     /// The run has no folder, after a start or an attach ended with
     /// `status`: a start's own refusal before it claimed anything, or a
     /// record that went away.
@@ -551,7 +572,7 @@ impl DurableRun {
             // Not a program: the runtime's own answer is the caller's.
             Some(StepEnd::NotAProgram) => self.plain(),
             Some(StepEnd::NoFolder) => self.fall_back(
-                "cannot make a folder for the run in its temp folder ($TMPDIR, else /tmp)",
+                "cannot make or write the run's files in its temp folder ($TMPDIR, else /tmp)",
             ),
             Some(StepEnd::NoShell) => self.fall_back("cannot run `sh`"),
             Some(StepEnd::Missing(name)) => self.fall_back(&format!("has no `{name}`")),
@@ -776,6 +797,15 @@ impl DurableRun {
         self.phase = Phase::Over;
         self.queue.push_back(DurableAction::Reject { request });
         self.queue.push_back(DurableAction::Done);
+    }
+
+    /// Ends with a failure of a run whose command has ended: its files are
+    /// removed after, as a delivered run's are.
+    fn fail_ended(&mut self, now_ms: u64, reason: &'static str, message: String) {
+        if !self.resolved {
+            return self.fail(reason, message);
+        }
+        self.cleanup(now_ms, Delivery::Failed { reason, message });
     }
 
     /// Ends with a failure: delivered when the caller's promise has
@@ -1542,7 +1572,7 @@ mod tests {
     #[test]
     fn a_status_no_shell_could_give_is_confirmed_by_a_finish_step_never_taken_as_the_code() {
         for said in [-1, 256, 300, 999, i64::MAX, i64::MIN] {
-            assert_eq!(StepEnd::of(said), StepEnd::Broke, "{said}");
+            assert_eq!(StepEnd::of(said), StepEnd::Garbled, "{said}");
             let mut r = run();
             let start = started(&mut r);
             r.on_fact(T0, ended(start, Some(said), ""));
@@ -1557,6 +1587,115 @@ mod tests {
         }
         assert_eq!(StepEnd::of(255), StepEnd::Signalled(255));
         assert_eq!(StepEnd::of(93), StepEnd::OutputNotKept);
+    }
+
+    #[test]
+    fn a_finish_whose_status_is_not_one_a_finish_gives_is_made_again_a_few_times_then_unknown() {
+        // A proxy garbled the finish's status (no shell gives -1 or 300; a
+        // finish exits 0, 97 or 98): its answer says nothing, and must not be
+        // read as "not done" (for a command's own 93 or 94, a false
+        // OutputLost or ExitCodeLost).
+        for confirmed in [93, 94, 3] {
+            for answer in [-1, 300, 3, 1] {
+                let mut r = run();
+                let start = started(&mut r);
+                let status = if confirmed == 3 { 300 } else { confirmed };
+                r.on_fact(T0, ended(start, Some(status), ""));
+                let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+                assert_eq!(step, PodStep::Finish);
+                r.on_fact(T0, DurableFact::Opened { request: fin });
+                r.on_fact(T0, ended(fin, Some(answer), ""));
+                let actions = drain(&mut r, T0);
+                assert!(delivered(&actions).is_none(), "{answer}: {actions:?}");
+                let mut at = T0;
+                let (again, step) = loop {
+                    match exec(&drain(&mut r, at)) {
+                        Some(found) => break found,
+                        None => at += 100,
+                    }
+                    assert!(at < T0 + 10_000, "{answer}: no finish again");
+                };
+                assert_eq!(step, PodStep::Finish, "{answer}");
+                r.on_fact(at, DurableFact::Opened { request: again });
+                r.on_fact(at, ended(again, Some(0), &format!("{confirmed} 10 5")));
+                assert_eq!(
+                    delivered(&drain(&mut r, at)),
+                    Some(Delivery::ExitCode(confirmed)),
+                    "{confirmed} after {answer}"
+                );
+            }
+        }
+        // Garbled every time: a few finishes, then the outcome is unknown,
+        // well within the disconnection limit.
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(93), ""));
+        let mut at = T0;
+        let mut finishes = 0;
+        let end = loop {
+            let actions = drain(&mut r, at);
+            if let Some(delivery) = delivered(&actions) {
+                break delivery;
+            }
+            match exec(&actions) {
+                Some((fin, PodStep::Finish)) => {
+                    finishes += 1;
+                    r.on_fact(at, DurableFact::Opened { request: fin });
+                    r.on_fact(at, ended(fin, Some(3), ""));
+                }
+                Some(other) => panic!("{other:?}"),
+                None => at += 50,
+            }
+            assert!(at < T0 + 20_000, "still finishing after 20 s");
+        };
+        assert_eq!(finishes, FINISHES_UNREAD);
+        let Delivery::Failed { reason, message } = end else {
+            panic!("{end:?}")
+        };
+        assert_eq!(reason, "ExitCodeUnknown");
+        assert!(message.contains("could not be read"), "{message}");
+    }
+
+    #[test]
+    fn a_run_failed_for_output_it_could_not_keep_or_lost_is_written_down_and_cleaned_up() {
+        // 93 confirmed (a relay failed), and a done whose sizes are not what
+        // arrived: the command has ended, so its files are removed as a
+        // delivered run's are (a full temp folder stays full otherwise).
+        for (status, finish_status, finish_out) in [(93, 97, ""), (97, 0, "0 4096 5")] {
+            let list = Delivered::default();
+            let mut r = run_in("job-pod", 1, &list, T0);
+            let start = started(&mut r);
+            r.on_fact(T0, ended(start, Some(status), ""));
+            let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+            r.on_fact(T0, ended(fin, Some(finish_status), finish_out));
+            let actions = drain(&mut r, T0);
+            assert!(
+                matches!(
+                    delivered(&actions),
+                    Some(Delivery::Failed {
+                        reason: "OutputLost",
+                        ..
+                    })
+                ),
+                "{actions:?}"
+            );
+            assert!(list.borrow().holds(r.run_id()), "{status}: written down");
+            let (clean, step) = exec(&idle_then(&mut r, &actions)).unwrap();
+            assert_eq!(step, PodStep::Cleanup);
+            r.on_fact(T0, ended(clean, Some(0), ""));
+            assert_eq!(drain(&mut r, T0).last(), Some(&DurableAction::Done));
+            assert!(list.borrow().is_empty());
+        }
+        // 94: the command may still be running; its files stay.
+        let list = Delivered::default();
+        let mut r = run_in("job-pod", 1, &list, T0);
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(94), ""));
+        let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(T0, ended(fin, Some(97), ""));
+        let actions = drain(&mut r, T0);
+        assert_eq!(actions.last(), Some(&DurableAction::Done), "{actions:?}");
+        assert!(list.borrow().is_empty());
     }
 
     #[test]

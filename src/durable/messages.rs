@@ -64,11 +64,18 @@ pub fn output_not_kept(pod: &str) -> String {
     )
 }
 
-/// What waited for the command in the pod was killed or stopped before the
-/// command's code was written.
+/// What waited for the command in the pod ended or was stopped without
+/// writing the command's code.
 pub fn watcher_gone(pod: &str) -> String {
     format!(
-        "the process that waits for the script in pod \"{pod}\" was killed or stopped before the script's exit code was written (by the script itself, or from outside): the script's exit code is unknown; it may still be running"
+        "the process that waits for the script in pod \"{pod}\" ended or was stopped without writing the script's exit code (killed or stopped by the script itself or from outside, or its temp folder full): the script's exit code is unknown; it may still be running"
+    )
+}
+
+/// The answers to reading the command's code were none a read gives.
+pub fn code_unread(pod: &str, reads: u32) -> String {
+    format!(
+        "the exit code of the script in pod \"{pod}\" could not be read: {reads} answers to reading it were garbled on their way (a proxy rewriting exec statuses?): the script's outcome is unknown"
     )
 }
 

@@ -366,7 +366,7 @@ test(`${F} a container without setsid, or without a writable temp folder: one wa
   }
   const cases = [
     [{ PATH: bin }, /has no `setsid`/],
-    [{ TMPDIR: '/proc/self' }, /cannot make a folder for the run/],
+    [{ TMPDIR: '/proc/self' }, /cannot make or write the run's files/],
   ];
   for (const [podEnv, warned] of cases) {
     const env = await podServer(t, { podEnv });
@@ -746,27 +746,93 @@ test(`${F} output the pod cannot keep (a file size limit in the container stops 
   assert.equal(starts(env.folder(), 'big'), 1, 'started once');
 });
 
-test(`${F} a full temp folder in the container: the exec fails saying its output could not be kept, never a hang`, { skip: process.getuid() !== 0 && 'needs root (a tmpfs)' }, async (t) => {
-  // The pod's temp folder is a 64 KiB tmpfs that something else has filled:
-  // the run's files can be made, but nothing can be written into them, the
-  // waiter's pid and the command's code included.
+// A 64 KiB tmpfs for the pod's temp folder (root only), removed after.
+function smallTmpfs(t) {
   const { execFileSync } = require('node:child_process');
-  const full = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'full-tmp-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', full]);
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'full-tmp-'));
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir]);
   t.after(() => {
-    execFileSync('umount', ['-l', full]);
-    fs.rmSync(full, { recursive: true, force: true });
+    execFileSync('umount', ['-l', dir]);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
+  return dir;
+}
+
+const runFilesIn = (tmp) => {
+  const dir = path.join(tmp, '.k8s-auth-preflight');
+  return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+};
+
+test(`${F} a full temp folder in the container: one warning naming it, and the exec runs plainly (once), never a hang`, { skip: process.getuid() !== 0 && 'needs root (a tmpfs)' }, async (t) => {
+  // Something else has filled the pod's temp folder: the run's files can be
+  // made, but nothing can be written into them.
+  const full = smallTmpfs(t);
   try {
     fs.writeFileSync(path.join(full, 'filler'), Buffer.alloc(65536));
   } catch {
     // full
   }
   const env = await podServer(t, { podEnv: { TMPDIR: full } });
-  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
-  const r = await runExec(durable, ['sh', '-c', 'echo hello; exit 0']);
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const r = await runExec(durable, ['sh', '-c', 'echo started >> full.starts; echo hello; exit 3']);
+  assert.deepEqual(r.status && r.status.details && r.status.details.causes, [{ reason: 'ExitCode', message: '3' }], JSON.stringify(r.status));
+  assert.equal(r.stdout.toString(), 'hello\n');
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /cannot make or write the run's files in its temp folder/);
+  assert.match(log.warning[0], /runs as a plain exec/);
+  assert.equal(starts(env.folder(), 'full'), 1, 'started once');
+  assert.deepEqual(runFilesIn(full).filter((n) => !n.endsWith('.c')), [], 'nothing of the run is left');
+});
+
+test(`${F} a temp folder the command fills: a Failure saying the output could not be kept, the run's files removed after, and the next exec runs durably`, { skip: process.getuid() !== 0 && 'needs root (a tmpfs)' }, async (t) => {
+  const small = smallTmpfs(t);
+  const env = await podServer(t, { podEnv: { TMPDIR: small } });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const r = await runExec(durable, ['sh', '-c', 'echo hello; head -c 70000 /dev/zero >"$TMPDIR/filler" 2>/dev/null; head -c 9000 /dev/zero | tr "\\0" a; exit 0']);
   assert.equal(r.status && r.status.status, 'Failure', JSON.stringify(r.status));
   assert.equal(r.status.reason, 'OutputLost');
+  assert.match(r.status.message, /could not be kept in the pod/);
+  assert.ok(r.stdout.toString().startsWith('hello\n'));
+  // Its files are removed (the claim's mark may stay), by a clean-up of its own.
+  await waitFor(() => runFilesIn(small).filter((n) => /\.(out|err|code|lost|w|pid)$/.test(n)).length === 0, 10_000, "the run's files removed");
+  fs.rmSync(path.join(small, 'filler'));
+  const next = await runExec(durable, ['sh', '-c', 'echo again; exit 0']);
+  assert.equal(next.status && next.status.status, 'Success', JSON.stringify(next.status));
+  assert.equal(next.stdout.toString(), 'again\n');
+  assert.deepEqual(log.warning.filter((w) => /plain exec/.test(w)), [], 'durable, not plain');
+});
+
+test(`${F} a container whose file size limit is 0 (ulimit -f 0): one warning, and the exec runs plainly, never a hang`, async (t) => {
+  const bin = tempDir(t, 'fsize0-sh');
+  fs.writeFileSync(path.join(bin, 'sh'), '#!/bin/sh\nulimit -f 0\nexec /bin/sh "$@"\n', { mode: 0o755 });
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin` } });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const r = await runExec(durable, ['sh', '-c', 'echo hello; echo there >&2; exit 0']);
+  assert.equal(r.status && r.status.status, 'Success', JSON.stringify(r.status));
+  assert.equal(r.stdout.toString(), 'hello\n');
+  assert.equal(r.stderr.toString(), 'there\n');
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /cannot make or write the run's files/);
+});
+
+test(`${F} a finish step whose status a proxy garbles: a command's own 93 is never taken for output lost; the code is unknown after a few reads`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  for (const said of ['abc', '0', '3']) {
+    // Only the finish step prints the run's record ("<code> <sizes>").
+    env.server.configure({ execResults: [{ contains: 'echo "$_Kc $_Kzo $_Kze"', statusExitCode: said }] });
+    const before = env.server.execs.length;
+    const r = await runExec(durable, ['sh', '-c', `echo own-${said}; exit 93`]);
+    assert.equal(r.status && r.status.status, 'Failure', `${said}: ${JSON.stringify(r.status)}`);
+    assert.equal(r.status.reason, 'ExitCodeUnknown', `${said}: ${JSON.stringify(r.status)}`);
+    assert.match(r.status.message, /could not be read/);
+    assert.equal(r.stdout.toString(), `own-${said}\n`);
+    const finishes = env.server.execs.slice(before).filter((e) => e.command.join(' ').includes('echo "$_Kc $_Kzo $_Kze"'));
+    assert.equal(finishes.length, 3, `${said}: ${finishes.length} finishes`);
+  }
 });
 
 test(`${F} a running command named like a zombie's stat line ("x) Z <pid>" and a newline) is not taken for one: it ends with its own code (the stopped child it leaves is hung up by the kernel)`, async (t) => {
@@ -778,6 +844,17 @@ test(`${F} a running command named like a zombie's stat line ("x) Z <pid>" and a
   const r = await runExec(durable, ['sh', '-c', command]);
   assert.equal(r.status && r.status.status, 'Success', JSON.stringify(r.status));
   assert.equal(r.stdout.toString(), 'started\n');
+});
+
+test(`${F} a command that stops the processes that copy its output into the pod's files, and ends: they are let go on, and the exec ends with its output and code, never a hang`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  // Its parent's children named `cat` (a copy of its stdout, one of its stderr).
+  const command = 'echo a; n=0; for p in $(pgrep -P $PPID -x cat); do kill -STOP $p && n=$((n+1)); done; echo "stopped $n"; echo e >&2; exit 4';
+  const result = await runExec(durable, ['sh', '-c', command]);
+  assert.deepEqual(result.status && result.status.details && result.status.details.causes, [{ reason: 'ExitCode', message: '4' }], JSON.stringify(result.status));
+  assert.equal(result.stdout.toString(), 'a\nstopped 2\n');
+  assert.equal(result.stderr.toString(), 'e\n');
 });
 
 test(`${F} a command that stops what waits for it (kill -STOP $PPID) and ends: the exec fails saying its exit code is unknown, never a hang`, async (t) => {
