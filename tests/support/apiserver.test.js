@@ -1831,7 +1831,7 @@ describe('a real container for exec (podRoot)', { timeout: 60_000 }, () => {
 });
 
 describe('a real container: close() kills every process it started', { timeout: 30_000 }, () => {
-  it('a running exec and one whose stream was cut are both gone once close() resolves, and LOOPBACK_POD finds nothing', async () => {
+  it('a running exec and one whose stream was cut are both gone once close() resolves, and LOOPBACK_POD finds none of this server\'s', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-apiserver-pods-'));
     const server = await startApiServer({ role: fullRole(), podRunningAfterMs: 0, podRoot: dir });
     try {
@@ -1842,13 +1842,17 @@ describe('a real container: close() kills every process it started', { timeout: 
       await waitFor(() => server.execs.length === 2 && server.execs.every((e) => e.pid), 5000);
       cut.ws.terminate();
       await cut.done;
-      await waitFor(() => markedPids('').length >= 4, 5000);
+      // This server's mark (its id, before the pod's names): processes of
+      // other servers on the machine are not this test's.
+      const mark = fs.readFileSync(`/proc/${server.execs[0].pid}/environ`, 'latin1').split('\0').find((v) => v.startsWith('LOOPBACK_POD='));
+      const ours = mark.slice('LOOPBACK_POD='.length).split('/')[0] + '/';
+      await waitFor(() => markedPids(ours).length >= 4, 5000);
       const pids = server.execs.map((e) => e.pid);
       const started = performance.now();
       await server.close();
       assert.ok(performance.now() - started < 5000);
       for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} outlived close()`);
-      assert.deepEqual(markedPids('').filter(alive), []);
+      assert.deepEqual(markedPids(ours).filter(alive), []);
       assert.deepEqual(server.execs.map((e) => e.killedBy), ['server-closed', 'server-closed']);
       await attached.done;
     } finally {
