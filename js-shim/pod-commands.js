@@ -45,9 +45,17 @@ const FOLDER = [
   // (SIGXFSZ): a waiter killed so would leave no word at all. The command
   // gets the signal's disposition back.
   'exec 6>&2 2>/dev/null',
+  // Options a shell may take from the environment (bash's SHELLOPTS:
+  // errexit, nounset, pipefail, noclobber, allexport) would change what the
+  // scripts do; they are turned off here (the command gets its environment
+  // as it was).
+  'set +a +e +f +u +v +x +C;command set +o pipefail 2>/dev/null',
   "trap '' XFSZ",
   C_LOCALE,
-  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;cv=/var/tmp/.k8s-auth-preflight;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d.out";se="$d.err";wp=',
+  'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;tf=${b%/};b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;cv=/var/tmp/.k8s-auth-preflight;',
+  // (The claims are kept apart from the temp folder, which a command may
+  // empty: not in it, nor below it.)
+  'case "$cv/" in "$tf"/*)cv=;;esac;case "$cm/" in "$tf"/*)cm=$cv;;esac;o=$(($2));e=$(($3));k=$(($4));shift 4;so="$d.out";se="$d.err";wp=',
   `clean(){ rm -f ${FILES.map((f) => `"$1.${f}"`).join(' ')};}`,
   `l=;while [ "$k" -gt 0 ];do { [ -s "$b/$1.done" ]||[ -e "$b/$1.lost" ];}&&l="$l ${FILES.map((f) => `$1.${f}`).join(' ')}";k=$((k-1));shift;done`,
   '[ -z "$l" ]||{ (cd "$b"&&exec rm -f $l) </dev/null >/dev/null 6>&- & }',
@@ -95,7 +103,7 @@ const ATTACH = [
   // No code will come (what waits for the command was killed or stopped,
   // or could not write it): what the files hold is sent, and the status
   // says whether a relay failed (93: the output is incomplete) or not (94).
-  'gone(){ drain;[ -e "$d.lost" ]&&exit 93;exit 94;}',
+  'gone(){ drain;{ [ -e "$d.lost" ]||[ -n "$lw" ];}&&exit 93;exit 94;}',
   // The run is done (another reader wrote it, or a kill): send what is left
   // past the offsets, and exit with the code if that adds up.
   `over(){ read -r c zo ze <"$d.done";case "$c" in ''|*[!0-9]*)exit 97;;esac;${SIZES};drain;[ "$zo" = "$o" ]&&[ "$ze" = "$e" ]&&exit "$c";exit 97;}`,
@@ -109,7 +117,9 @@ const ATTACH = [
   // Files removed before the end: the record is gone. (A redirection that
   // fails ends a shell at `exec`: the files are looked at first.)
   '[ -f "$d.out" ]&&[ -f "$d.err" ]||exit 98',
-  'exec 3<>"$d.wake" 4<"$d.out" 5<"$d.err"',
+  // (A start's reader has it already, as its waiter does: opened once.)
+  '[ -n "$wf" ]||exec 3<>"$d.wake"',
+  'exec 4<"$d.out" 5<"$d.err"',
   '[ -r /proc/self/fd/4 ]&&[ -r /proc/self/fd/5 ]&&{ so=/proc/self/fd/4;se=/proc/self/fd/5;}',
   'q=0',
   'while :;do',
@@ -142,11 +152,12 @@ const ATTACH = [
   'if [ "$q" -lt 20 ];then s=0.1;else s=1;fi;q=$((q+1))',
   '(sleep $s||sleep 1;echo t >&3) >/dev/null 6>&- &',
   't=$!',
-  'read -r k <&3',
+  'read -r k v lw <&3',
   'kill "$t" 2>/dev/null',
-  // The waiter's last word (w, after the code): a code still not there
-  // could not be written (a full disk), and will never be.
-  `[ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ]&&gone`,
+  // The waiter's last word (w, the code and whether a relay failed, after
+  // the code's file): with the file gone (removed, or never written: a full
+  // disk), the code it carries is the command's; with no code, none will come.
+  `if [ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ];then case "$v" in ''|*[!0-9]*)gone;;esac;[ -z "$lw" ]||gone;c=$v;rest;[ -s "$d.done" ]||${DONE};exit "$c";fi`,
   'done',
   '}',
 ].join('\n');
@@ -173,13 +184,30 @@ const ATTACH = [
 // becomes the command. Between writing its pid and becoming the command it
 // looks for `done`: a kill writes it before it looks for the pid, so either
 // the kill finds the pid, or the command finds `done` and never starts.
+// With /proc, each output FIFO is opened once by name (read-write: never
+// blocks) and handed on through /proc/self/fd, so a relay reads and the
+// command writes the FIFO that was made even if its name is removed
+// meanwhile (a relay waiting in `open` for a writer that never comes would
+// hold the waiter for ever); the waiter keeps only write ends while the
+// command runs (a relay that dies still leaves the command a pipe with no
+// reader), and closes them when it has ended. A FIFO gone before that
+// starts nothing: the last word carries no code. The last word goes
+// through the wake FIFO the step's shell opened for the waiter and the
+// reader alike, and carries the code: it arrives when the temp folder has
+// been emptied.
 // Every process started here is a fork or a small
 // utility: each costs about a millisecond, paid by every healthy exec.
 const LAUNCH = `(i=;[ -r /proc/self/stat ]&&read -r i iz </proc/self/stat
-cat <"$d.ep" >>"$d.err" & c=$!;cat <"$d.op" >>"$d.out" & y=$!;[ -z "$i" ]||echo "$i $c $y" >"$d.w"
-if [ -r /proc/self/stat ];then (read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null >"$d.op" 2>"$d.ep";[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};trap - XFSZ;exec setsid "$@")
-else (set -- "$d" "$@";${RESTORE_ENV};trap - XFSZ;exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep";echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");fi;x=$?;lo=;wait $y||lo=1;wait $c||lo=1
-[ -d "$b" ]||mkdir -p "$b";[ -z "$lo" ]||: >"$d.lost";echo $x >"$d.code";echo w 1<>"$d.wake") </dev/null >/dev/null 6>&-|attach`;
+x=;if [ -n "$i" ];then
+if command exec 7<>"$d.op" 9<>"$d.ep"&&[ -p /proc/self/fd/7 ]&&[ -p /proc/self/fd/9 ];then
+cat </proc/self/fd/9 >>"$d.err" 3>&- 7<&- 9<&- & c=$!;cat </proc/self/fd/7 >>"$d.out" 3>&- 7<&- 9<&- & y=$!
+exec 7>/proc/self/fd/7 9>/proc/self/fd/9;echo "$i $c $y" >"$d.w"
+(read -r i iz </proc/self/stat;echo "$i" >"$d.pid";[ -w "$cm/$r" ]&&echo "$i" >"$cm/$r";exec </dev/null >&7 2>&9 3>&- 7>&- 9>&-;[ -s "$d.done" ]&&exit 98;${RESTORE_ENV};trap - XFSZ;exec setsid "$@");x=$?;exec 7>&- 9>&-;fi
+else cat <"$d.ep" >>"$d.err" 3>&- & c=$!;cat <"$d.op" >>"$d.out" 3>&- & y=$!
+(set -- "$d" "$@";${RESTORE_ENV};trap - XFSZ;exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep" 3>&-;echo $$ >"$0.pid";[ -s "$0.done" ]&&exit 98;exec "$@"' "$@");x=$?;fi
+[ -n "$x" ]||{ echo w >&3;exit;}
+lo=;wait $y||lo=1;wait $c||lo=1
+[ -d "$b" ]||mkdir -p "$b";[ -z "$lo" ]||: >"$d.lost";echo $x >"$d.code";echo "w $x $lo" >&3) </dev/null >/dev/null 6>&-|attach`;
 
 // The claim: only one start ever makes it. Its mark is a file made with
 // O_EXCL (`set -C`: the shell's own, no process; `true`, not `:`, whose
@@ -191,16 +219,16 @@ else (set -- "$d" "$@";${RESTORE_ENV};trap - XFSZ;exec setsid sh -c 'exec </dev/
 // this step's; then the folder of the run's files exists, or the step
 // exits 96. (Each folder is made once per container.)
 const CLAIM = [
-  '[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null',
-  '{ [ -d "$cm" ]&&[ -w "$cm" ];}||{ cm=$cv;[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null;}',
+  '[ -z "$cm" ]||[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null',
+  '{ [ -n "$cm" ]&&[ -d "$cm" ]&&[ -w "$cm" ];}||{ cm=$cv;[ -z "$cm" ]||[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null;}',
   '[ -d "$b" ]||mkdir -p "$b" 2>/dev/null',
-  'own=0;if [ -d "$cm" ]&&[ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
+  'own=0;if [ -n "$cm" ]&&[ -d "$cm" ]&&[ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
   'if [ "$own" = 1 ];then [ -d "$b" ]||exit 96;fi',
   'else set -C;true >"$d.c"&&own=1;set +C;[ "$own" = 1 ]||[ -e "$d.c" ]||exit 96;fi',
 ].join('\n');
 
 // Whether the run was claimed: its mark, or its files.
-const CLAIMED = '{ [ -e "$cm/$r" ]||[ -e "$cv/$r" ]||[ -e "$d.c" ]||[ -e "$d.done" ]||[ -e "$d.out" ];}';
+const CLAIMED = '{ { [ -n "$cm" ]&&[ -e "$cm/$r" ];}||{ [ -n "$cv" ]&&[ -e "$cv/$r" ];}||[ -e "$d.c" ]||[ -e "$d.done" ]||[ -e "$d.out" ];}';
 
 function startScript(utilities) {
   const names = utilities.map((u) => {
@@ -220,7 +248,10 @@ function startScript(utilities) {
     // (A line written into `w`, where the waiter's pid goes, proves that the
     // folder takes writes: a full disk or a file size limit of 0 runs the
     // exec plainly.)
-    'true >"$d.out"&&true >"$d.err"&&echo >"$d.w"&&mkfifo "$d.wake" "$d.ep" "$d.op"||{ rm -f "$d.out" "$d.err" "$d.w" "$d.wake" "$d.ep" "$d.op" "$d.c";exit 96;}',
+    // (The wake FIFO is opened here, once, for the reader and the waiter:
+    // its name may be gone by the time either would open it.)
+    'true >"$d.out"&&true >"$d.err"&&echo >"$d.w"&&mkfifo "$d.wake" "$d.ep" "$d.op"&&command exec 3<>"$d.wake"&&{ [ ! -r /proc/self/stat ]||[ -p /proc/self/fd/3 ];}||{ rm -f "$d.out" "$d.err" "$d.w" "$d.wake" "$d.ep" "$d.op" "$d.c";exit 96;}',
+    'wf=1',
     LAUNCH,
     'exit $?',
     'fi',
@@ -279,7 +310,7 @@ const SCRIPTS = {
 // variable that came from the environment, under any shell). The scripts
 // set nothing else but LC_ALL (given back) and IFS (which no shell takes
 // from the environment).
-const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'cv', 'y', 'o', 'e', 'k', 'so', 'se', 'wp', 'rc', 'ry', 'cp', 'pp', 'l', 'lo', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
+const OURS = new Set(['lx', 'la', 'b', 'r', 'd', 'cm', 'cv', 'y', 'o', 'e', 'k', 'so', 'se', 'wp', 'rc', 'ry', 'cp', 'tf', 'wf', 'v', 'lw', 'pp', 'l', 'lo', 'i', 'iz', 'u', 'f', 'x', 'm', 'n', 'zo', 'ze', 'c', 'q', 'z', 's', 't', 'own', 'p', '_']);
 const PREFIX = '_K';
 const THEIRS = new Set(['LC_ALL', 'IFS']);
 const NAME = '[A-Za-z_][A-Za-z0-9_]*';

@@ -47,7 +47,7 @@ const KILL_ATTEMPT_MS: u64 = 2_000;
 const KILL_PAUSE_MS: u64 = 250;
 /// A command longer than this in the exec URL ([`url_bytes`]) runs as a
 /// plain exec: the start step's URL carries the command and a script of
-/// about 7 KB (percent-encoded), and an apiserver (16 KB of headers for
+/// about 11.5 KB (percent-encoded), and an apiserver (16 KB of headers for
 /// Node's, 8 KB a line for a default nginx in front) may refuse a URL that
 /// the plain exec's fits in.
 pub const MAX_COMMAND_BYTES: usize = 5_120;

@@ -491,6 +491,47 @@ test(`${F} without a writable /dev/shm, a start whose answer is lost and whose c
   assert.equal(starts(env.folder(), 'wiper'), 1, 'started once');
 });
 
+test(`${F} a temp folder that is /dev/shm itself: a start whose answer is lost and whose command empties its temp folder is not started again (the claim is kept apart)`, async (t) => {
+  if (!asRoot(t)) return;
+  const env = await podServer(t, { podShm: true, podEnv: { TMPDIR: '/dev/shm' } });
+  env.server.armTrigger({ route: 'exec pods' }, [{ phase: 'applyThenCut', ms: 0 }, { phase: 'healthy' }]);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const result = await runExec(durable, ['sh', '-c', 'echo x >> shm-wiper.starts; find "$TMPDIR" -mindepth 1 -delete; sleep 1; echo out']);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(starts(env.folder(), 'shm-wiper'), 1, 'started once');
+  // Its output whole, or a failure: never a success without it.
+  if (result.status && result.status.status === 'Success') assert.equal(result.stdout.toString(), 'out\n');
+});
+
+test(`${F} a command that keeps emptying its temp folder (dot files too) from a child: the exec ends with its code and output, never a hang`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const wipe = 'find "$TMPDIR" -mindepth 1 -delete 2>/dev/null';
+  for (const code of [0, 3]) {
+    const command = `${wipe}; (i=0; while [ $i -lt 40 ]; do ${wipe}; sleep 0.05; i=$((i+1)); done) >/dev/null 2>&1 & echo hi; echo there >&2; exit ${code}`;
+    const result = await runExec(durable, ['sh', '-c', command]);
+    if (code === 0) assert.equal(result.status && result.status.status, 'Success', JSON.stringify(result.status));
+    else assert.deepEqual(result.status && result.status.details && result.status.details.causes, [{ reason: 'ExitCode', message: '3' }], JSON.stringify(result.status));
+    assert.equal(result.stdout.toString(), 'hi\n');
+    assert.equal(result.stderr.toString(), 'there\n');
+    await new Promise((r) => setTimeout(r, 2200));
+  }
+});
+
+test(`${F} a container whose sh is bash and whose environment sets SHELLOPTS (errexit, nounset, pipefail, noclobber, allexport): the plain client's result`, async (t) => {
+  const bin = tempDir(t, 'bash-sh');
+  fs.symlinkSync('/bin/bash', path.join(bin, 'sh'));
+  for (const options of ['errexit', 'nounset', 'pipefail', 'noclobber', 'allexport', 'errexit:nounset:pipefail:noclobber:allexport']) {
+    const env = await podServer(t, { podEnv: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, SHELLOPTS: options } });
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+    const command = ['sh', '-c', 'echo hi; sleep 0.3; env | grep -c "^_K" >&2; exit 0'];
+    const r = await runExec(durable, command);
+    assert.equal(r.status && r.status.status, 'Success', `${options}: ${JSON.stringify(r.status)}`);
+    assert.equal(r.stdout.toString(), 'hi\n', options);
+    assert.equal(r.stderr.toString(), '0\n', `${options}: none of our names reaches the command`);
+  }
+});
+
 test(`${F} SIGTERM to the hook while its command runs, after the command removed the dot folder (its pid file with it): the command is still stopped`, async (t) => {
   const env = await podServer(t);
   const child = hookScript(t, env, ['sh', '-c', 'echo $$ > main.pid; rm -rf "$TMPDIR/.k8s-auth-preflight"; sleep 60 & echo $! > child.pid; wait']);

@@ -143,7 +143,7 @@ function killQuietly(pid, signal) {
  * exited (a Promise of { code, signal } once it ended, code already 128 + n
  * for a signal), closed (a Promise, once its pipes are closed too), cut() }.
  */
-function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClaimsFile = false }) {
+function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClaimsFile = false, podShm = false }) {
   for (const [key, value] of Object.entries(podEnv)) {
     if (typeof value !== 'string' || key === MARKER) throw new TypeError(`podEnv.${key} must be a string, and not ${MARKER}`);
   }
@@ -191,9 +191,13 @@ function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClai
       // our claims' folder would be: the command in a mount namespace of its
       // own with a tmpfs of its own there (unshare and the shell each
       // execute the next program: the pid stays the child's). Root only.
-      const shm = readOnlyShm ? 'mount -t tmpfs -o ro tmpfs /dev/shm' : shmClaimsFile ? 'mount -t tmpfs tmpfs /dev/shm&&: >/dev/shm/.k8s-auth-preflight' : null;
+      // Or one whose /dev/shm is the pod's own, kept across its execs: a
+      // folder of the pod's bound there ("$0").
+      const shmDir = path.join(cwd, 'shm');
+      if (podShm) fs.mkdirSync(shmDir, { recursive: true });
+      const shm = readOnlyShm ? 'mount -t tmpfs -o ro tmpfs /dev/shm' : shmClaimsFile ? 'mount -t tmpfs tmpfs /dev/shm&&: >/dev/shm/.k8s-auth-preflight' : podShm ? 'mount --bind "$0" /dev/shm' : null;
       const [file, args] = shm
-        ? ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `${shm}&&exec "$@"`, 'private-shm', program, ...exec.command.slice(1)]]
+        ? ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `${shm}&&exec "$@"`, podShm ? shmDir : 'private-shm', program, ...exec.command.slice(1)]]
         : [program, exec.command.slice(1)];
       child = spawn(file, args, {
         cwd,
