@@ -111,7 +111,7 @@ const ATTACH = [
   // by a finish step that compares the sizes with what arrived, so they are
   // counted; any other is the command's, and what is left is sent as is.
   'rest(){ case "$c" in 9[3-8]|12[67]|1[2-9][0-9]|2[0-5][0-9])drain;return;;esac',
-  '[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&6||exit 97;};o=-;e=-;}',
+  '[ -f "$so" ]&&[ -f "$se" ]||exit 97;[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&6||exit 97;};o=-;e=-;}',
   'attach(){',
   '[ -s "$d.done" ]&&over',
   // Files removed before the end: the record is gone. (A redirection that
@@ -223,6 +223,14 @@ const CLAIM = [
   '{ [ -n "$cm" ]&&[ -d "$cm" ]&&[ -w "$cm" ];}||{ cm=$cv;[ -z "$cm" ]||[ -d "$cm" ]||mkdir -p "$cm" 2>/dev/null;}',
   '[ -d "$b" ]||mkdir -p "$b" 2>/dev/null',
   'own=0;if [ -n "$cm" ]&&[ -d "$cm" ]&&[ -w "$cm" ];then set -C;true >"$cm/$r"&&own=1;set +C',
+  // (A mark that could not be made, and is not there, claims nothing: a
+  // folder with no room for it.)
+  '[ "$own" = 1 ]||[ -e "$cm/$r" ]||exit 96',
+  // A second mark, in /var/tmp, witnesses the claim where the first one
+  // is in /dev/shm: a temp folder that is /dev/shm by another name (a
+  // link, "/dev//shm") may be emptied, first mark included, and a start
+  // that arrives after that must not claim the run again.
+  'if [ "$own" = 1 ]&&[ -n "$cv" ]&&[ "$cv" != "$cm" ];then [ -d "$cv" ]||mkdir -p "$cv" 2>/dev/null;if [ -e "$cv/$r" ];then own=0;else true >"$cv/$r";fi;fi',
   'if [ "$own" = 1 ];then [ -d "$b" ]||exit 96;fi',
   'else set -C;true >"$d.c"&&own=1;set +C;[ "$own" = 1 ]||[ -e "$d.c" ]||exit 96;fi',
 ].join('\n');

@@ -491,16 +491,70 @@ test(`${F} without a writable /dev/shm, a start whose answer is lost and whose c
   assert.equal(starts(env.folder(), 'wiper'), 1, 'started once');
 });
 
-test(`${F} a temp folder that is /dev/shm itself: a start whose answer is lost and whose command empties its temp folder is not started again (the claim is kept apart)`, async (t) => {
+test(`${F} a temp folder that is /dev/shm, by any name: a start whose answer is lost and whose command empties its temp folder is not started again (the claim is kept apart)`, async (t) => {
   if (!asRoot(t)) return;
-  const env = await podServer(t, { podShm: true, podEnv: { TMPDIR: '/dev/shm' } });
-  env.server.armTrigger({ route: 'exec pods' }, [{ phase: 'applyThenCut', ms: 0 }, { phase: 'healthy' }]);
+  for (const tmp of ['/dev/shm', '/dev/shm//', '/dev//shm', '/dev/./shm']) {
+    const env = await podServer(t, { podShm: true, podEnv: { TMPDIR: tmp } });
+    env.server.armTrigger({ route: 'exec pods' }, [{ phase: 'applyThenCut', ms: 0 }, { phase: 'healthy' }]);
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+    const result = await runExec(durable, ['sh', '-c', 'echo x >> shm-wiper.starts; find "$TMPDIR/" -mindepth 1 -delete; sleep 1; echo out']);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(starts(env.folder(), 'shm-wiper'), 1, `${tmp}: started once`);
+    // Its output whole, or a failure: never a success without it.
+    if (result.status && result.status.status === 'Success') assert.equal(result.stdout.toString(), 'out\n', tmp);
+  }
+});
+
+test(`${F} a /dev/shm with no room for a claim's mark (no free inode): one warning, and the exec runs plainly (once)`, async (t) => {
+  if (!asRoot(t)) return;
+  const { execFileSync } = require('node:child_process');
+  const env = await podServer(t, { podShm: true });
+  const shm = path.join(env.folder(), 'shm');
+  fs.mkdirSync(shm, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,nr_inodes=4', 'tmpfs', shm]);
+  // (Unmounted here, before the pod's folder is removed.)
+  try {
+    await noInode(shm, env);
+  } finally {
+    execFileSync('umount', ['-l', shm]);
+  }
+});
+
+async function noInode(shm, env) {
+  fs.mkdirSync(path.join(shm, '.k8s-auth-preflight'));
+  for (let i = 0; i < 5; i++) {
+    try {
+      fs.writeFileSync(path.join(shm, `f${i}`), '');
+    } catch {
+      // no inode left
+    }
+  }
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const r = await runExec(durable, ['sh', '-c', 'echo x >> noinode.starts; echo hi; exit 3']);
+  assert.deepEqual(r.status && r.status.details && r.status.details.causes, [{ reason: 'ExitCode', message: '3' }], JSON.stringify(r.status));
+  assert.equal(r.stdout.toString(), 'hi\n');
+  assert.equal(starts(env.folder(), 'noinode'), 1);
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /runs as a plain exec/);
+}
+
+test(`${F} in a container without /proc, a command that empties its temp folder: never a success with its output missing`, async (t) => {
+  if (!asRoot(t)) return;
+  // Every `sh` runs in a mount namespace whose /proc is an empty tmpfs.
+  const bin = tempDir(t, 'noproc-sh');
+  fs.writeFileSync(path.join(bin, 'sh'), `#!/bin/dash\nif [ -r /proc/self/stat ]; then exec unshare -m --propagation private /bin/dash -c 'mount -t tmpfs none /proc && exec /bin/dash "$@"' dash "$@"; fi\nexec /bin/dash "$@"\n`, { mode: 0o755 });
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin` } });
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
-  const result = await runExec(durable, ['sh', '-c', 'echo x >> shm-wiper.starts; find "$TMPDIR" -mindepth 1 -delete; sleep 1; echo out']);
-  await new Promise((r) => setTimeout(r, 1500));
-  assert.equal(starts(env.folder(), 'shm-wiper'), 1, 'started once');
-  // Its output whole, or a failure: never a success without it.
-  if (result.status && result.status.status === 'Success') assert.equal(result.stdout.toString(), 'out\n');
+  const healthy = await runExec(durable, ['sh', '-c', 'echo hi; exit 3']);
+  assert.deepEqual(healthy.status && healthy.status.details && healthy.status.details.causes, [{ reason: 'ExitCode', message: '3' }], JSON.stringify(healthy.status));
+  assert.equal(healthy.stdout.toString(), 'hi\n');
+  for (const code of [0, 4]) {
+    const r = await runExec(durable, ['sh', '-c', `find "$TMPDIR" -mindepth 1 -delete; sleep 0.5; echo out; echo err >&2; exit ${code}`]);
+    const whole = r.stdout.toString() === 'out\n' && r.stderr.toString() === 'err\n';
+    if (!whole) assert.equal(r.status && r.status.status, 'Failure', `${code}: ${JSON.stringify(r.status)} with ${JSON.stringify(r.stdout.toString())}`);
+    if (!whole) assert.notEqual(r.status.reason, 'NonZeroExitCode', `${code}: a code without its output`);
+  }
 });
 
 test(`${F} a command that keeps emptying its temp folder (dot files too) from a child: the exec ends with its code and output, never a hang`, async (t) => {
