@@ -41,15 +41,15 @@ const FOLDER = [
   // The shell's own complaints (a job killed, a file not there) are not
   // the command's stderr: fd 2 goes to /dev/null, and the command's stderr
   // is written to fd 6, the exec's own; nothing started from here keeps 6.
-  // A write past a file size limit fails instead of killing what writes
-  // (SIGXFSZ): a waiter killed so would leave no word at all. The command
-  // gets the signal's disposition back.
   'exec 6>&2 2>/dev/null',
   // Options a shell may take from the environment (bash's SHELLOPTS:
   // errexit, nounset, pipefail, noclobber, allexport) would change what the
   // scripts do; they are turned off here (the command gets its environment
   // as it was).
   'set +a +e +f +u +v +x +C;command set +o pipefail 2>/dev/null',
+  // A write past a file size limit fails instead of killing what writes
+  // (SIGXFSZ): a waiter killed so would leave no word at all. The command
+  // gets the signal's disposition back.
   "trap '' XFSZ",
   C_LOCALE,
   'b="${TMPDIR:-/tmp}";case "$b" in /*);;*)b="./$b";;esac;tf=${b%/};b="$b/.k8s-auth-preflight";r=$1;d="$b/$r";cm=/dev/shm/.k8s-auth-preflight;cv=/var/tmp/.k8s-auth-preflight;',
