@@ -112,6 +112,15 @@ const ATTACH = [
   // counted; any other is the command's, and what is left is sent as is.
   'rest(){ case "$c" in 9[3-8]|12[67]|1[2-9][0-9]|2[0-5][0-9])drain;return;;esac',
   '[ -f "$so" ]&&[ -f "$se" ]||exit 97;[ -s "$so" ]&&{ tail -c +$((o+1)) "$so"||exit 97;};[ -s "$se" ]&&{ tail -c +$((e+1)) "$se" >&6||exit 97;};o=-;e=-;}',
+  // The waiter's last word (w, the code and whether a relay failed, after
+  // the code's file), read with the code's file gone (removed, or never
+  // written: a full disk): the code it carries is the command's; with no
+  // code, none will come.
+  `word(){ case "$v" in ''|*[!0-9]*)gone;;esac;[ -z "$lw" ]||gone;c=$v;rest;[ -s "$d.done" ]||${DONE};exit "$c";}`,
+  // The waiter has ended with no code's file: its last word, if it said
+  // one, is in the wake FIFO, maybe behind ticks. A mark of our own put
+  // after them bounds the read (it never waits).
+  'lastword(){ echo g >&3;while read -r k v lw <&3;do case "$k" in w)word;;g)gone;;esac;done;gone;}',
   'attach(){',
   '[ -s "$d.done" ]&&over',
   // Files removed before the end: the record is gone. (A redirection that
@@ -133,7 +142,7 @@ const ATTACH = [
   // end, nor would the waiter's wait for it: it is let go on.
   'for p in $rc $ry;do l=;{ read -r l <"/proc/$p/stat";} 2>/dev/null;l=${l##*) };case "${l%% *}" in T|t)kill -CONT "$p" 2>/dev/null;;esac;done',
   'if [ -n "$wp" ]&&[ -r /proc/$$/stat ];then z=;{ read -r _ _ z _ <"/proc/$wp/stat";} 2>/dev/null',
-  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d.code" ]||gone;fi;fi',
+  'if [ -z "$z" ]||[ "$z" = Z ];then [ -s "$d.code" ]||lastword;fi;fi',
   // Nor will it when the command has ended and its parent (which holds its
   // status) is stopped, or it is gone and the waiter is stopped: a command
   // may stop what waits for it. (The command's state follows the last ")"
@@ -154,10 +163,7 @@ const ATTACH = [
   't=$!',
   'read -r k v lw <&3',
   'kill "$t" 2>/dev/null',
-  // The waiter's last word (w, the code and whether a relay failed, after
-  // the code's file): with the file gone (removed, or never written: a full
-  // disk), the code it carries is the command's; with no code, none will come.
-  `if [ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ];then case "$v" in ''|*[!0-9]*)gone;;esac;[ -z "$lw" ]||gone;c=$v;rest;[ -s "$d.done" ]||${DONE};exit "$c";fi`,
+  '[ "$k" = w ]&&[ ! -s "$d.code" ]&&[ ! -s "$d.done" ]&&word',
   'done',
   '}',
 ].join('\n');
