@@ -19,8 +19,6 @@ const core = require('../pkg/k8s_auth_preflight.js');
 
 // setTimeout's own limit; longer waits wake and look again.
 const MAX_TIMER_MS = 0x7fffffff;
-// How long a status waits for the caller's streams to take the output before it.
-const FLUSH_WAIT_MS = 10_000;
 // What a finish step prints (an exit code) is short; more is not kept.
 const FINISH_OUTPUT_CAP = 64;
 
@@ -120,10 +118,6 @@ function durableExec(machine, io, args) {
   const clock = state.clock;
   return new Promise((resolvePromise, rejectPromise) => {
     const received = { out: 0, err: 0 };
-    // The caller's streams' last writes: a status is given once they are
-    // flushed (a caller that exits on the status must not lose the output
-    // that came just before it).
-    const flushed = { out: Promise.resolve(), err: Promise.resolve() };
     const counts = () => ({ receivedOut: received.out, receivedErr: received.err });
     const errors = new Map();
     const live = new Map();
@@ -171,7 +165,7 @@ function durableExec(machine, io, args) {
           write(chunk, _encoding, done) {
             if (!dead && forward) {
               received[key] += chunk.length;
-              if (target) flushed[key] = writeTo(target, chunk);
+              if (target) writeTo(target, chunk);
             } else if (!dead && step === 'finish' && key === 'out' && finishOut.length < FINISH_OUTPUT_CAP) {
               finishOut += chunk.toString('latin1');
             }
@@ -329,7 +323,11 @@ function durableExec(machine, io, args) {
                 state.logger[action.level](action.message);
                 break;
               case 'deliver':
-                await flushedWithin(Promise.all([flushed.out, flushed.err]), FLUSH_WAIT_MS);
+                // As the plain client does: the output before the status has
+                // been written to the caller's streams, and the status goes
+                // at once. Waiting for their write callbacks never ends for
+                // a caller that ends its stream on the status (tar-fs's
+                // extract() calls the last write back only once ended).
                 deliver(action.status);
                 // The caller has what it waited for; the clean-up goes on
                 // behind it, and a signal now stops nothing.
@@ -378,23 +376,13 @@ function durableExec(machine, io, args) {
   });
 }
 
-/** `chunk` written to `target`; resolves once it is flushed (or failed). */
+/** `chunk` written to `target`, as the plain client writes it: a stream that throws is the caller's affair. */
 function writeTo(target, chunk) {
-  return new Promise((resolve) => {
-    try {
-      target.write(chunk, () => resolve());
-    } catch {
-      resolve();
-    }
-  });
-}
-
-function flushedWithin(promise, ms) {
-  let timer;
-  const late = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+  try {
+    target.write(chunk);
+  } catch {
+    // the caller's stream failed: its own affair
+  }
 }
 
 /**

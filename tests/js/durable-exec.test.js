@@ -131,6 +131,63 @@ const runFolders = (folder) =>
 /** The execs the server saw that were a durable exec's start step (they carry the caller's command). */
 const startSteps = (server) => server.execs.filter((e) => e.command[0] === 'sh' && e.command[3] === 'k8s-auth-preflight' && e.command[2].includes('setsid sh -c'));
 
+// tar-fs's extract() calls back the write of an archive's last chunk only once
+// the stream is ended, which its caller does after the status. A status held
+// until the caller's streams call back never comes: the plain client gives it
+// once the output before it has been written, and so must every exec of ours.
+function endGatedSink() {
+  const chunks = [];
+  let ending = false;
+  let held = null;
+  const stream = new Writable({
+    write(chunk, _e, done) {
+      chunks.push(Buffer.from(chunk));
+      if (ending) done();
+      else held = done;
+    },
+  });
+  const end = stream.end.bind(stream);
+  stream.end = (...a) => {
+    ending = true;
+    if (held) {
+      const done = held;
+      held = null;
+      done();
+    }
+    return end(...a);
+  };
+  stream.bytes = () => Buffer.concat(chunks);
+  return stream;
+}
+
+// A status a client gives at once on a healthy loopback arrives well within this; the old wait held it 10 s.
+const STATUS_BOUND_MS = 5000;
+
+test(`${F} a caller whose stdout calls back only once ended (tar-fs extract) gets the status without ending it, durable and plain alike`, async (t) => {
+  const env = await podServer(t);
+  const clients = {
+    'client-node': new k8s.Exec(env.kc),
+    durable: preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger }),
+    'durable off': preflight.resilientExec(env.kc, { env: durableEnv({ DURABLE_EXEC: 'off' }), logger: capture().logger }),
+  };
+  const want = Buffer.from(Array.from({ length: 40 }, (_, i) => `line ${i}\n`).join(''));
+  for (const [name, client] of Object.entries(clients)) {
+    const out = endGatedSink();
+    const err = sink();
+    const got = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve({ status: null }), STATUS_BOUND_MS);
+      Promise.resolve(client.exec(NAMESPACE, POD, 'job', ['sh', '-c', 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i + 1)); done'], out, err, null, false, (status) => {
+        clearTimeout(timer);
+        resolve({ status });
+      })).catch(reject);
+    });
+    assert.ok(got.status, `${name}: no status within ${STATUS_BOUND_MS} ms while the caller's stdout held its write callback`);
+    assert.equal(got.status.status, 'Success', `${name}: ${JSON.stringify(got.status)}`);
+    out.end();
+    assert.deepEqual(out.bytes(), want, `${name}: the output before the status was written to the caller's stream`);
+  }
+});
+
 test(`${F} a healthy durable exec gives what the plain client gives: the same bytes, the same status, exit 0 and exit 3`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
