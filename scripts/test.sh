@@ -41,6 +41,15 @@ echo "$wasm_bytes bytes (guard 294912)"
 step "pack and install the tarball into the consumer folders"
 node tests/js/support/prepare.js
 
+# The hooks' real source (../shared/upstream, beside a clone of ours) built
+# the way their users build it, plain and with the documented integration;
+# a clone without it skips these with one line that says so.
+step "the hooks' real bundles: v0.8.1 and main, plain and integrated"
+node tests/hooks/build.js
+
+step "whole jobs through the hooks' real bundles, and their own unit tests"
+node --test --test-concurrency=1 tests/hooks/*.test.js
+
 step "JS tests: Node $(node --version), @kubernetes/client-node 1.x"
 PREFLIGHT_CLIENT=1x node --test --test-concurrency=1 tests/support/*.test.js tests/js/*.test.js
 

@@ -122,6 +122,8 @@ const streamClosed = (stream) =>
     else stream.once('close', resolve);
   });
 
+const shellQuote = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
+
 function killQuietly(pid, signal) {
   try {
     process.kill(pid, signal);
@@ -143,7 +145,14 @@ function killQuietly(pid, signal) {
  * exited (a Promise of { code, signal } once it ended, code already 128 + n
  * for a signal), closed (a Promise, once its pipes are closed too), cut() }.
  */
-function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClaimsFile = false, podShm = false }) {
+function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClaimsFile = false, podShm = false, podMounts = [] }) {
+  if (!Array.isArray(podMounts) || podMounts.some((m) => typeof m !== 'string' || !/^\/[A-Za-z0-9_.-]+$/.test(m))) {
+    throw new TypeError(`podMounts must be a list of top-level absolute folders such as /__w, got ${JSON.stringify(podMounts)}`);
+  }
+  // The mount points of a pod's volumes must exist on this machine (empty
+  // folders: each exec binds the pod's own folder over them in a mount
+  // namespace of its own).
+  for (const mount of podMounts) fs.mkdirSync(mount, { recursive: true });
   for (const [key, value] of Object.entries(podEnv)) {
     if (typeof value !== 'string' || key === MARKER) throw new TypeError(`podEnv.${key} must be a string, and not ${MARKER}`);
   }
@@ -196,8 +205,17 @@ function createPodContainer({ podRoot, podEnv = {}, readOnlyShm = false, shmClai
       const shmDir = path.join(cwd, 'shm');
       if (podShm) fs.mkdirSync(shmDir, { recursive: true });
       const shm = readOnlyShm ? 'mount -t tmpfs -o ro tmpfs /dev/shm' : shmClaimsFile ? 'mount -t tmpfs tmpfs /dev/shm&&: >/dev/shm/.k8s-auth-preflight' : podShm ? 'mount --bind "$0" /dev/shm' : null;
-      const [file, args] = shm
-        ? ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `${shm}&&exec "$@"`, podShm ? shmDir : 'private-shm', program, ...exec.command.slice(1)]]
+      // A pod's volumes (/__w, /__e, /github for the hooks): the pod's own
+      // folders under volumes/, bound over the same absolute paths, so that
+      // a command that names /__w/_temp finds its pod's, as in a container.
+      const binds = podMounts.map((mount) => {
+        const own = path.join(cwd, 'volumes', mount.slice(1));
+        fs.mkdirSync(own, { recursive: true });
+        return `mount --bind ${shellQuote(own)} ${mount}`;
+      });
+      const setup = [shm, ...binds].filter(Boolean);
+      const [file, args] = setup.length
+        ? ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `${setup.join('&&')}&&exec "$@"`, podShm ? shmDir : 'private-shm', program, ...exec.command.slice(1)]]
         : [program, exec.command.slice(1)];
       child = spawn(file, args, {
         cwd,

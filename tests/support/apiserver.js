@@ -394,6 +394,7 @@ function checkPodRoot(value) {
  * @param {boolean} [options.readOnlyShm=false] with podRoot: /dev/shm cannot be written in the pod (a mount namespace per exec; root only)
  * @param {boolean} [options.shmClaimsFile=false] with podRoot: /dev/shm/.k8s-auth-preflight is a file in the pod (likewise)
  * @param {boolean} [options.podShm=false] with podRoot: each pod has a /dev/shm of its own, kept across its execs (likewise)
+ * @param {string[]} [options.podMounts] with podRoot: top-level folders (such as /__w) that each pod has a folder of its own bound over, in a mount namespace per exec (root only): the volumes a pod template mounts
  * @param {object} [options.podEnv] with podRoot: variables set in every exec's environment over the container's own (PATH, TMPDIR: a container that lacks a utility, or has no writable temp folder)
  * @param {{match: object, timeline: object[]}[]} [options.triggers=[]] armed at start (see armTrigger)
  * @param {number} [options.port=0] 0 picks a free port
@@ -438,7 +439,7 @@ async function startApiServer(options = {}) {
   const requests = [];
   const execs = [];
   const store = createObjectStore(() => config);
-  const container = checkPodRoot(options.podRoot) ? createPodContainer({ podRoot: options.podRoot, podEnv: options.podEnv, readOnlyShm: Boolean(options.readOnlyShm), shmClaimsFile: Boolean(options.shmClaimsFile), podShm: Boolean(options.podShm) }) : null;
+  const container = checkPodRoot(options.podRoot) ? createPodContainer({ podRoot: options.podRoot, podEnv: options.podEnv, readOnlyShm: Boolean(options.readOnlyShm), shmClaimsFile: Boolean(options.shmClaimsFile), podShm: Boolean(options.podShm), podMounts: options.podMounts || [] }) : null;
   const execHandler = createExecHandler({ later, settings: () => config, container });
 
   const httpsServer = https.createServer({ key: keyPem, cert: certPem });

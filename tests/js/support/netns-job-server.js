@@ -7,7 +7,7 @@
 // grants the 13 default permissions.
 //
 // Config (argv[2], JSON): { podRoot, kubeconfig (a path to write),
-// podRunningAfterMs?, maxRunMs? }.
+// podRunningAfterMs?, maxRunMs?, podMounts? (the pods' volumes: apiserver.js) }.
 //
 // It prints one JSON line when it listens: { ev: 'ready', port, url,
 // kubeconfig }, then answers requests, one JSON line each on stdin
@@ -92,6 +92,7 @@ async function main() {
     role: fullRole(),
     podRunningAfterMs: config.podRunningAfterMs ?? 1500,
     podRoot: config.podRoot,
+    podMounts: config.podMounts || [],
   });
   server.writeKubeconfig(config.kubeconfig);
   let closing = null;
