@@ -19,6 +19,10 @@ const core = require('../pkg/k8s_auth_preflight.js');
 
 // setTimeout's own limit; longer waits wake and look again.
 const MAX_TIMER_MS = 0x7fffffff;
+// How long a status waits for this process's own stdout and stderr to hand
+// what they hold to the OS, and how often it looks.
+const OWN_STDIO_WAIT_MS = 10_000;
+const OWN_STDIO_POLL_MS = 5;
 // What a finish step prints (an exit code) is short; more is not kept.
 const FINISH_OUTPUT_CAP = 64;
 
@@ -323,11 +327,17 @@ function durableExec(machine, io, args) {
                 state.logger[action.level](action.message);
                 break;
               case 'deliver':
-                // As the plain client does: the output before the status has
-                // been written to the caller's streams, and the status goes
-                // at once. Waiting for their write callbacks never ends for
-                // a caller that ends its stream on the status (tar-fs's
-                // extract() calls the last write back only once ended).
+                // The output before the status has been written to the
+                // caller's streams, and the status goes, as from the plain
+                // client: never after their write callbacks, which never come
+                // for a caller that ends its stream on the status (tar-fs's
+                // extract() calls its last write back only once ended). Only
+                // this process's own stdout and stderr, when they are the
+                // caller's, are first let hand their queue to the OS: a
+                // reattach delivers its backlog at once, more than a pipe
+                // holds, and a caller that exits on the status (the hooks)
+                // would cut it.
+                await ownStdioFlushed([args.stdout, args.stderr]);
                 deliver(action.status);
                 // The caller has what it waited for; the clean-up goes on
                 // behind it, and a signal now stops nothing.
@@ -374,6 +384,15 @@ function durableExec(machine, io, args) {
       else deliver({ metadata: {}, status: 'Failure', reason: 'InternalError', message: `k8s-auth-preflight: ${error && error.message}` });
     });
   });
+}
+
+/** Resolves once those of `targets` that are process.stdout or process.stderr hold nothing unwritten; bounded. */
+async function ownStdioFlushed(targets) {
+  const own = targets.filter((t) => t && (t === process.stdout || t === process.stderr));
+  const until = performance.now() + OWN_STDIO_WAIT_MS;
+  while (own.some((t) => !t.destroyed && t.writableLength > 0) && performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, OWN_STDIO_POLL_MS));
+  }
 }
 
 /** `chunk` written to `target`, as the plain client writes it: a stream that throws is the caller's affair. */
