@@ -472,6 +472,24 @@ function resilientExec(kc, options) {
   return replaceMethod(exec, 'exec', wrapped);
 }
 
+/**
+ * Whether `status` (what an exec's status callback got) is one this package
+ * gave in place of the command's own, because the command did not run to
+ * its end as the caller saw it: its stream was cut, its output or exit
+ * code did not all arrive, its pod went away, or this process stopped it.
+ * The core keeps the list; anything that is not such a status is false.
+ */
+function isExecIncomplete(status) {
+  let reason;
+  try {
+    reason = status && typeof status === 'object' ? status.reason : undefined;
+  } catch {
+    return false; // a revoked Proxy, a throwing getter
+  }
+  if (typeof reason !== 'string') return false;
+  return require('../pkg/k8s_auth_preflight.js').isIncompleteReason(reason);
+}
+
 const NEVER_CONNECTED = Symbol('never connected');
 
 /**
@@ -602,4 +620,4 @@ function defaultKubeConfig() {
   return defaults.get(key);
 }
 
-module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall };
+module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall, isExecIncomplete };

@@ -199,6 +199,16 @@ export interface ResilientLog {
  */
 export function resilientExec<E extends ResilientExec = ResilientExec>(kc: object, options?: CallOptions): E;
 
+/**
+ * True when `status`, as an exec's status callback got it from
+ * resilientExec, is one this package gave in place of the command's own:
+ * the command did not run to its end as the caller saw it (reason
+ * 'StreamCut', 'StreamLost', 'OutputLost', 'ExitCodeLost',
+ * 'ExitCodeUnknown', 'RunRecordMissing', 'PodGone', 'PodNotRunning' or
+ * 'Cancelled'). A copy must not be taken as done on such a status.
+ */
+export function isExecIncomplete(status: unknown): boolean;
+
 /** A Log for kc whose log(...) is retried as a read. */
 export function resilientLog<L extends ResilientLog = ResilientLog>(kc: object, options?: CallOptions): L;
 

@@ -15,7 +15,7 @@ const { completeLogger } = require('./log');
 const { errorDescriber, textRedactor } = require('./facts');
 const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } = require('./host');
 const { credentialFacts } = require('./credential');
-const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall } = require('./calls');
+const { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall, isExecIncomplete } = require('./calls');
 const {
   PreflightInconclusiveError,
   PreflightError,
@@ -174,6 +174,7 @@ module.exports = {
   resilientKubeConfig,
   resilientExec,
   resilientLog,
+  isExecIncomplete,
   withAbortSignal,
   defaultRequiredPermissions,
   PreflightInconclusiveError,

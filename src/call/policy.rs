@@ -136,6 +136,12 @@ pub fn after_failure(operation: Operation, sent: Option<&Ownership>, attempt: At
                 // The apiserver refused the upgrade (400, 404, ...): its
                 // answer, and no command ran.
                 Decision::Throw
+            } else if *attempt.stage == FailureStage::Unknown
+                && matches!(attempt.class, Class::Fatal { .. })
+            {
+                // No transport failure we know of: there is nothing to
+                // retry, so the plain client's error is the answer.
+                Decision::Throw
             } else {
                 Decision::Stop(SETUP_MAY_HAVE_STARTED)
             }
@@ -343,6 +349,17 @@ mod tests {
         assert_eq!(
             decide(Connect, 1, FailureStage::Unknown, transient(), false),
             Decision::Stop(SETUP_MAY_HAVE_STARTED)
+        );
+    }
+
+    #[test]
+    fn a_connection_error_that_is_no_transport_failure_is_the_plain_clients_own() {
+        // Nothing in it says the network failed (no code, no status, no
+        // message we know): the plain client throws it, and so do we, at
+        // once, unchanged; never a retry, never a give-up of ours.
+        assert_eq!(
+            decide(Operation::Connect, 1, FailureStage::Unknown, fatal(), false),
+            Decision::Throw
         );
     }
 

@@ -603,6 +603,12 @@ impl DurableRun {
                     let what = format!("refused the start as too long ({})", self.last_error);
                     return self.fall_back(&what);
                 }
+                if stage == FailureStage::Unknown && matches!(class, Class::Fatal { .. }) {
+                    // No transport failure we know of (a client's own bug,
+                    // a mocked client): nothing to look for or retry, and
+                    // the plain exec's error is the answer.
+                    return self.reject(request);
+                }
                 if !stage.never_reached() {
                     self.may_have_started = true;
                     if let FailureStage::Answered { status } = stage {
@@ -1310,6 +1316,33 @@ mod tests {
                 DurableAction::Reject { request: start },
                 DurableAction::Done
             ]
+        );
+    }
+
+    #[test]
+    fn a_start_that_fails_with_no_transport_failure_is_the_plain_clients_error_at_once() {
+        // What a mocked client-node or a bug in the client throws: no code,
+        // no status, no message we know. The plain exec throws it; so do we.
+        let mut r = run();
+        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0,
+            DurableFact::Failed {
+                request: start,
+                facts: ErrorFacts {
+                    message: "container not found".into(),
+                    ..ErrorFacts::default()
+                },
+            },
+        );
+        let end = drain(&mut r, T0);
+        assert_eq!(
+            end[end.len() - 2..],
+            [
+                DurableAction::Reject { request: start },
+                DurableAction::Done
+            ],
+            "{end:?}"
         );
     }
 

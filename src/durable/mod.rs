@@ -22,10 +22,12 @@ mod action;
 mod delivered;
 mod machine;
 mod messages;
+mod reasons;
 mod stopping;
 
 pub use action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd, UTILITIES};
 pub use delivered::{Delivered, DeliveredRuns, LEDGER_NAME};
 pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};
 pub use messages::plain_cut;
+pub use reasons::{is_incomplete, INCOMPLETE};
 pub use stopping::{raise_after_stop, STOP_WAIT_MS};

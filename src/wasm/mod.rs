@@ -123,6 +123,13 @@ pub fn cut_status(pod: &str, why: &str) -> JsValue {
     wire::unknown_status(crate::durable::plain_cut(pod, why))
 }
 
+/// Whether a `V1Status` reason is one this package gives in place of the
+/// command's own (`crate::durable::is_incomplete`).
+#[wasm_bindgen(js_name = isIncompleteReason)]
+pub fn is_incomplete_reason(reason: &str) -> bool {
+    crate::durable::is_incomplete(reason)
+}
+
 /// How long a process that is stopping waits for its durable runs' commands
 /// to be stopped (`crate::durable::STOP_WAIT_MS`).
 #[wasm_bindgen(js_name = stopWaitMs)]

@@ -197,6 +197,8 @@ test(`${F} a healthy durable exec gives what the plain client gives: the same by
     const a = await runExec(plain, command);
     const b = await runExec(durable, command);
     assert.deepEqual(b.status, a.status, `exit ${code}: the status`);
+    // The command's own status, success or failure, is never one of ours.
+    assert.equal(preflight.isExecIncomplete(b.status), false, `exit ${code}: isExecIncomplete`);
     assert.equal(b.stdout.toString(), a.stdout.toString());
     assert.equal(b.stderr.toString(), a.stderr.toString());
     assert.equal(starts(env.folder(), `healthy-${code}`), 2, 'once by each client');
@@ -292,6 +294,7 @@ test(`${F} not durable (durable off, or with stdin: a copy): a cut stream fails 
     assert.equal(result.status.status, 'Failure', name);
     assert.equal(result.status.reason, 'StreamCut', name);
     assert.match(result.status.message, /outcome is unknown/, name);
+    assert.equal(preflight.isExecIncomplete(result.status), true, `${name}: isExecIncomplete`);
   }
 });
 
@@ -365,6 +368,41 @@ test(`${F} SIGTERM to the hook process while its script runs: the script's proce
   t.diagnostic(`gone ${Math.round(performance.now() - signalledAt)} ms after SIGTERM`);
   const { signal } = await exited;
   assert.equal(signal, 'SIGTERM', 'the hook still ends by its signal');
+});
+
+test(`${F} a hook that exits at the status while its stdout, a pipe, is read slowly: every byte before the status reaches the reader`, async (t) => {
+  const env = await podServer(t);
+  // More than a pipe holds, at once: when the status comes, the rest waits
+  // in the process's own stdout queue, which process.exit() would drop.
+  const BYTES = 1 << 20;
+  const child = hostScript(t, env, [
+    `resilientExec(kc, { env }).exec('ci', 'job-pod', 'job', ['sh', '-c', 'head -c ${BYTES} /dev/zero | tr "\\\\0" x'], process.stdout, process.stderr, null, false, (s) => process.exit(s.status === 'Success' ? 0 : 1));`,
+  ]);
+  // The reader: a pipe that nobody reads for 2 s, then read to its end.
+  const out = path.join(tempDir(t, 'durable-slow-pipe'), 'out');
+  const shell = spawn('bash', ['-c', 'set -o pipefail; "$0" "$1" | { sleep 2; cat > "$2"; }', process.execPath, child, out], { stdio: ['ignore', 'ignore', 'pipe'] });
+  t.after(() => shell.kill('SIGKILL'));
+  let stderr = '';
+  shell.stderr.on('data', (d) => (stderr += d));
+  const code = await Promise.race([
+    new Promise((resolve) => shell.on('exit', (c) => resolve(c))),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`the hook and its reader did not end within 30 s (stderr: ${stderr})`)), 30_000).unref()),
+  ]);
+  assert.equal(code, 0, `the hook's exit (stderr: ${stderr})`);
+  const got = fs.readFileSync(out);
+  assert.equal(got.length, BYTES, `bytes that reached the reader (stderr: ${stderr})`);
+  assert.ok(got.every((b) => b === 0x78), "the output is the command's");
+});
+
+test(`${F} isExecIncomplete: true for our statuses only; any other value is false, never a throw`, () => {
+  const { revoke, proxy } = Proxy.revocable({}, {});
+  revoke();
+  const throwing = Object.defineProperty({}, 'reason', { get() { throw new Error('no'); } });
+  const values = [undefined, null, 0, 'StreamCut', {}, { reason: 5 }, { reason: 'NonZeroExitCode' }, { status: 'Success' }, { reason: 'streamcut' }, proxy, throwing];
+  values.forEach((value, i) => assert.equal(preflight.isExecIncomplete(value), false, `value ${i}`));
+  for (const reason of ['StreamCut', 'StreamLost', 'OutputLost', 'ExitCodeLost', 'ExitCodeUnknown', 'RunRecordMissing', 'PodGone', 'PodNotRunning', 'Cancelled']) {
+    assert.equal(preflight.isExecIncomplete({ status: 'Failure', reason }), true, reason);
+  }
 });
 
 /** The hook process of `child`, killed when the test ends: what it printed, and how it exited. */
