@@ -135,6 +135,11 @@ function withoutCommands(text) {
   return text.replace(/^::[a-z-]+[^\n]*::[^\n]*\n/gm, '').replace(/^reattached to the script in pod [^\n]*\n/gm, '');
 }
 
+/** stderr without Node's own warnings about the hooks' dependencies (Buffer() in one of them). */
+function withoutNodeWarnings(text) {
+  return text.replace(/^\(node:\d+\) [^\n]*\n/gm, '').replace(/^\(Use `node --trace-[^\n]*\n/gm, '');
+}
+
 /** A pod's own folder for a volume (`/__w`) under the server's podRoot. */
 function podVolume(podRoot, pod, mount) {
   return path.join(podRoot, encodeURIComponent(NAMESPACE), encodeURIComponent(pod), 'volumes', mount.slice(1));
@@ -146,4 +151,4 @@ function describeHook(label, r) {
   return `${label}: exit ${r.code}${r.signal ? ` ${r.signal}` : ''}${r.timedOut ? ' (timed out)' : ''}, ${Math.round(r.ms)} ms\n  stdout:\n    ${tail(r.stdout)}\n  stderr:\n    ${tail(r.stderr)}`;
 }
 
-module.exports = { NAMESPACE, POD_MOUNTS, makeRunner, inputs, runHook, withoutCommands, podVolume, describeHook };
+module.exports = { NAMESPACE, POD_MOUNTS, makeRunner, inputs, runHook, withoutCommands, withoutNodeWarnings, podVolume, describeHook };

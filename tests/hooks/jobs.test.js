@@ -6,8 +6,8 @@
 // prepare_job with a job container and a service container, script steps
 // (output, exit codes, file commands copied back), a container step, and
 // cleanup_job. The plain bundle is the reference: whatever it gives a
-// healthy job, the integrated one gives too. Then the faults that the
-// integration exists for: a connection reset in the middle of a script.
+// healthy job, the integrated one gives too. The faults the integration
+// exists for are in durable.test.js and stalls.test.js.
 //
 //   node tests/hooks/build.js && node --test --test-concurrency=1 tests/hooks/
 //
@@ -17,39 +17,18 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { describe, test } = require('node:test');
 
-const { RELEASES, missingUpstream } = require('./upstream');
+const { RELEASES, skipWithoutUpstream } = require('./upstream');
 const { bundleOf } = require('./build');
-const { POD_MOUNTS, makeRunner, inputs, runHook, withoutCommands, podVolume, describeHook } = require('./job');
-const { createNetns } = require('../support/netns');
-const { startNsServer } = require('../js/support/durable-job');
+const { makeRunner, inputs, runHook, withoutCommands, withoutNodeWarnings, podVolume, describeHook } = require('./job');
+const { cluster } = require('./cluster');
 
-const MISSING = missingUpstream();
-const SKIP = MISSING ? `skipped: ${MISSING}` : false;
+const SKIP = skipWithoutUpstream();
 const HOOK_TIMEOUT_MS = 120_000;
 const TEST_TIMEOUT_MS = 300_000;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-if (MISSING && process.env.CI === 'true') {
-  // A user's clone may lack the snapshots; CI never does.
-  throw new Error(`CI=true, but ${MISSING}`);
-}
-
-/** A namespace with its own loopback apiserver whose pods have the hooks' volumes; removed in t.after. */
-async function cluster(t) {
-  const ns = await createNetns(t);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'real-hooks-server-'));
-  const podRoot = path.join(dir, 'pods');
-  const server = await startNsServer(ns, { podRoot, dir, podMounts: POD_MOUNTS });
-  t.after(async () => {
-    await server.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  return { ns, server, podRoot };
-}
 
 // What a job's script steps do: print known lines to stdout and stderr,
 // count their starts in the workspace, and write the runner's file commands.
@@ -120,11 +99,6 @@ async function wholeJob({ ns, server, podRoot }, bundle, { failCode = 3 } = {}) 
   }
 }
 
-// Node's own warnings about the hooks' dependencies (Buffer() in one of them).
-function withoutNodeWarnings(text) {
-  return text.replace(/^\(node:\d+\) [^\n]*\n/gm, '').replace(/^\(Use `node --trace-[^\n]*\n/gm, '');
-}
-
 function readIfThere(file) {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : null;
 }
@@ -168,33 +142,5 @@ for (const release of RELEASES) {
       }
     });
 
-    test(`${release.name}: a connection reset in the middle of a script, integrated: reattached, the output whole, the script's own exit code, started once`, { timeout: TEST_TIMEOUT_MS }, async (t) => {
-      const c = await cluster(t);
-      const runner = makeRunner({ files: { 'README.md': 'the checkout\n' } });
-      t.after(() => runner.remove());
-      const bundle = bundleOf(release, 'integrated');
-      const hook = (command, args, state, onStart) => runHook({ spawn: c.ns.spawn, bundle, runner, kubeconfig: c.server.kubeconfig, command, args, state, timeoutMs: HOOK_TIMEOUT_MS, onStart });
-      const prepare = await hook('prepare_job', inputs.prepareJob({ services: false }));
-      assert.equal(prepare.code, 0, describeHook('prepare_job', prepare));
-      // 40 lines, 0.25 s apart: the reset comes 3 s in, while the script prints.
-      const body = ['echo "start" >> /__w/starts', 'i=0; while [ "$i" -lt 40 ]; do echo "line $i"; i=$((i + 1)); sleep 0.25; done', 'exit 4', ''].join('\n');
-      const want = Array.from({ length: 40 }, (_, i) => `line ${i}\n`).join('');
-      const starts = path.join(podVolume(c.podRoot, runner.jobPod, '/__w'), 'starts');
-      let fault = null;
-      const step = await hook('run_script_step', inputs.runScriptStep(runner.writeStepScript(body)), prepare.response.state, () => {
-        fault = (async () => {
-          for (let i = 0; i < 600 && !fs.existsSync(starts); i++) await sleep(50);
-          await sleep(3000);
-          return c.ns.block({ port: c.server.port, action: 'reset', ms: 4000 });
-        })();
-      });
-      await fault;
-      const why = describeHook('run_script_step', step);
-      assert.notEqual(step.code, 0, `the script's exit 4 fails the step\n${why}`);
-      assert.match(step.stdout, /::error::[^\n]*exit code 4/, `the step fails with the script's own exit code\n${why}`);
-      assert.match(step.stdout, /::warning::the exec stream of pod/, `the cut was noticed and said\n${why}`);
-      assert.equal(withoutCommands(step.stdout).slice(0, want.length), want, `the output whole, in order, each line once\n${why}`);
-      assert.equal(fs.readFileSync(starts, 'utf8'), 'start\n', `the script started once\n${why}`);
-    });
   });
 }

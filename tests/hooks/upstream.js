@@ -34,6 +34,18 @@ function missingUpstream() {
   return null;
 }
 
+/**
+ * What a test file passes as `skip`: false when the snapshots are there,
+ * else the one line that says why not. Under CI=true a missing snapshot
+ * throws instead: a user's clone may lack them, CI never does.
+ */
+function skipWithoutUpstream() {
+  const missing = missingUpstream();
+  if (!missing) return false;
+  if (process.env.CI === 'true') throw new Error(`CI=true, but ${missing}`);
+  return `skipped: ${missing}`;
+}
+
 /** The snapshot folder of a release. */
 function snapshotOf(release) {
   return path.join(upstreamRoot(), release.folder);
@@ -50,4 +62,4 @@ function integrationDiff(doc = fs.readFileSync(DOC, 'utf8')) {
   return blocks[0];
 }
 
-module.exports = { ROOT, RELEASES, upstreamRoot, missingUpstream, snapshotOf, integrationDiff };
+module.exports = { ROOT, RELEASES, upstreamRoot, missingUpstream, skipWithoutUpstream, snapshotOf, integrationDiff };

@@ -13,9 +13,10 @@
 //     PREFLIGHT_CLIENT=2x node --test --test-concurrency=1 tests/js/durable-job.test.js   # Node 22
 //
 // Needs root, ip and iptables (skipped with the reason elsewhere, failed
-// under CI=true), and `node tests/js/support/prepare.js`. Not run on Node 24
-// (scripts/test.sh runs tests/js/*.test.js there too): Node 20 and 22 cover
-// both client-node majors, and the file takes minutes.
+// under CI=true), and `node tests/js/support/prepare.js`. Run with
+// client-node 2.x on Node 22 only: the same faults go through the hooks'
+// real bundles (client-node 1.x) in tests/hooks/durable.test.js, and the
+// file takes minutes.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -29,7 +30,10 @@ const { requireNetns, createNetns } = require('../support/netns');
 const { patterns, compareOutput, startNsServer, runNsJob, scriptExecs, describeJob, sleep } = require('./support/durable-job');
 
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-const SKIP = NODE_MAJOR >= 24 ? `Node ${NODE_MAJOR}: the durable-exec jobs run on Node 20 (client-node 1.x) and Node 22 (2.x) only, to bound CI time` : false;
+// The same faults run through the hooks' real bundles (client-node 1.x, as
+// their lock file has it) in tests/hooks/durable.test.js; this stand-in of
+// the hooks stays for client-node 2.x, which no release of the hooks uses yet.
+const SKIP = flavour === '1x' ? "client-node 1.x: these faults run through the hooks' real bundles (tests/hooks/durable.test.js)" : NODE_MAJOR >= 24 ? `Node ${NODE_MAJOR}: the stand-in's durable-exec jobs run on Node 22 (client-node 2.x) only, to bound CI time` : false;
 
 const BUILD_TIMEOUT_MS = 200_000;
 const JOB_TEST_TIMEOUT_MS = 240_000;

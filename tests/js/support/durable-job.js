@@ -139,9 +139,9 @@ function compareOutput(what, got, want) {
  * Starts netns-job-server.js inside `ns` with its pods under `podRoot`.
  * Resolves { port, kubeconfig, call(op, args) -> result, close(), proc }.
  */
-async function startNsServer(ns, { podRoot, dir, podRunningAfterMs = 500, podMounts = [] }) {
+async function startNsServer(ns, { podRoot, dir, podRunningAfterMs = 500, podMounts = [], maxRunMs }) {
   const kubeconfig = path.join(dir, 'kubeconfig');
-  const proc = ns.spawnNode([SERVER_SCRIPT, JSON.stringify({ podRoot, kubeconfig, podRunningAfterMs, podMounts })]);
+  const proc = ns.spawnNode([SERVER_SCRIPT, JSON.stringify({ podRoot, kubeconfig, podRunningAfterMs, podMounts, maxRunMs })]);
   const ready = JSON.parse(await proc.waitForLine((l) => l.startsWith('{"ev":"ready"'), READY_TIMEOUT_MS));
   let nextId = 0;
   const call = async (op, args = {}) => {

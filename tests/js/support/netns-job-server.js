@@ -29,6 +29,13 @@
 //                            1000 and no status frame; later execs are healthy
 //                            again (the setting is cleared as soon as one such
 //                            exec has closed that way)
+//   stall { ms, route? }     refuses every connection (the listener closed,
+//                            open ones destroyed) for `ms`, then healthy
+//                            again: at once, or when the first request on
+//                            `route` ('create pods', 'get pods', 'exec pods',
+//                            ...) arrives, before it is answered
+//   phases                   [{ phase, atMs }] of every phase change so far
+//   disarm                   drops a stall whose route never came
 //   close                    closes the server (kills its processes) and exits
 // Its stdin ending closes it too.
 
@@ -111,6 +118,17 @@ async function main() {
     objects: ({ resource }) => server.objects(resource),
     pids: ({ pod }) => livePids(pod),
     deletePod: ({ name }) => deletePod(server, name),
+    stall: ({ ms, route }) => {
+      const timeline = [{ phase: 'refuse', ms }, { phase: 'healthy' }];
+      if (route) server.armTrigger({ route }, timeline);
+      else server.runTimeline(timeline);
+      return true;
+    },
+    phases: () => server.phaseHistory.map(({ phase, atMs }) => ({ phase, atMs })),
+    disarm: () => {
+      server.disarmTriggers();
+      return true;
+    },
     closeOnceWithoutStatus: ({ contains }) => {
       server.configure({ execResults: [{ contains, closeWithoutStatus: true }] });
       const from = server.execs.length;
