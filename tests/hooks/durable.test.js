@@ -25,7 +25,7 @@ const { RELEASES, skipWithoutUpstream } = require('./upstream');
 const { bundleOf } = require('./build');
 const { cluster } = require('./cluster');
 const { makeRunner, inputs, runHook, withoutCommands, withoutNodeWarnings, podVolume, describeHook } = require('./job');
-const { patterns, stepScript, stripOurLines, ourLines, compareOutput, sleep } = require('../js/support/durable-job');
+const { patterns, stepScript, stripOurLines, ourLines, compareOutput, waitForFile, waitForExec, sleep } = require('../js/support/durable-job');
 
 const SKIP = skipWithoutUpstream();
 // Jobs at once, each in its own namespace: the faults are mostly waiting.
@@ -38,32 +38,8 @@ const COPY_BLOCK_MS = 10_000;
 const SCRIPT_START_TIMEOUT_MS = 60_000;
 const PROCESSES_GONE_MS = 5000;
 const POD_GONE_FAILS_WITHIN_MS = 20_000;
-const POLL_MS = 50;
 const FAULTS = ['reject', 'reset', 'drop'];
 const DURABLE_OFF = { ACTIONS_RUNNER_PREFLIGHT_DURABLE_EXEC: 'off' };
-
-/** Resolves performance.now() once `file` exists; rejects after `timeoutMs` or once `proc` ended. */
-async function waitForFile(file, timeoutMs, proc) {
-  const until = performance.now() + timeoutMs;
-  for (;;) {
-    if (fs.existsSync(file)) return performance.now();
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`the hook ended before ${file} appeared`);
-    if (performance.now() > until) throw new Error(`${file} did not appear within ${timeoutMs} ms`);
-    await sleep(POLL_MS);
-  }
-}
-
-/** Resolves { exec, atMs } for the first exec in the server's log that matches; bounded like waitForFile. */
-async function waitForExec(server, predicate, timeoutMs, proc) {
-  const until = performance.now() + timeoutMs;
-  for (;;) {
-    const exec = (await server.call('execs')).find(predicate);
-    if (exec) return { exec, atMs: performance.now() };
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error('the hook ended before the exec came');
-    if (performance.now() > until) throw new Error(`no such exec within ${timeoutMs} ms`);
-    await sleep(POLL_MS * 2);
-  }
-}
 
 /**
  * One job through `release`'s bundle (`variant`, default integrated) in a

@@ -427,5 +427,7 @@ module.exports = {
   scriptExecs,
   describeJob,
   newRunnerName,
+  waitForFile,
+  waitForExec,
   sleep,
 };
