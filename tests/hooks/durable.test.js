@@ -57,7 +57,10 @@ async function scriptJob(t, release, { variant = 'integrated', env = {}, exitCod
   if (beforeJob) await beforeJob(c);
   const bundle = bundleOf(release, variant);
   const podWork = podVolume(c.podRoot, runner.jobPod, '/__w');
-  const scriptPath = runner.writeStepScript(stepScript('/__w'));
+  // The step also writes a file command, which the hook copies back to the runner.
+  const body = stepScript('/__w').replace('exit "${STEP_EXIT:-0}"', 'echo "DURABLE=yes" >> "$GITHUB_ENV"\nexit "${STEP_EXIT:-0}"');
+  if (!body.includes('GITHUB_ENV')) throw new Error('the step script no longer ends as this test expects');
+  const scriptPath = runner.writeStepScript(body);
   const sides = {};
   const hook = (label, command, args, state) =>
     runHook({
@@ -94,8 +97,10 @@ async function scriptJob(t, release, { variant = 'integrated', env = {}, exitCod
   j.hooks.prepare = await hook('prepare', 'prepare_job', inputs.prepareJob({ services: false }), {});
   const state = j.hooks.prepare.response && j.hooks.prepare.response.state;
   if (j.hooks.prepare.code === 0 && state) {
-    j.hooks.script = await hook('script', 'run_script_step', inputs.runScriptStep(scriptPath, { STEP_EXIT: String(exitCode) }), state);
+    j.hooks.script = await hook('script', 'run_script_step', inputs.runScriptStep(scriptPath, { STEP_EXIT: String(exitCode), GITHUB_ENV: '/__w/_temp/_runner_file_commands/set_env_durable' }), state);
     j.scriptEndedAtMs = performance.now();
+    const envFile = path.join(runner.temp, '_runner_file_commands', 'set_env_durable');
+    j.fileCommands = fs.existsSync(envFile) ? fs.readFileSync(envFile, 'utf8') : null;
   }
   j.hooks.cleanup = await hook('cleanup', 'cleanup_job', {}, state || {});
   for (const [label, side] of Object.entries(sides)) j.during[label] = await side;
@@ -159,6 +164,7 @@ function assertGreen(j) {
   assert.equal(j.hooks.prepare.code, 0, j.describe());
   assert.equal(j.hooks.script && j.hooks.script.code, 0, j.describe());
   assert.equal(j.hooks.cleanup.code, 0, j.describe());
+  assert.equal(j.fileCommands, 'DURABLE=yes\n', `GITHUB_ENV copied back to the runner\n${j.describe()}`);
   assert.deepEqual(j.pods, [], `cleanup_job left pods\n${j.describe()}`);
 }
 
