@@ -12,6 +12,7 @@ const { errorDescriber, textRedactor } = require('./facts');
 const { CallGaveUpError } = require('./errors');
 const { steadyClock, environment, settingsOf, withAbortSignal, capturingBody } = require('./host');
 const { credentialFacts } = require('./credential');
+const util = require('node:util');
 
 /**
  * What errors of calls through `kc` must hide: its credentials, as they
@@ -241,15 +242,57 @@ function abortError() {
  * thrown as a copy of the same class without it.
  */
 function withoutSecrets(error, redact) {
+  if (typeof error === 'string') return redact(error);
   if (error === null || typeof error !== 'object') return error;
+  let thrown = error;
   try {
     const target = 'target' in error ? error.target : undefined;
-    const thrown = target !== null && typeof target === 'object' ? eventWithoutTarget(error, target) : error;
+    thrown = target !== null && typeof target === 'object' ? eventWithoutTarget(error, target) : error;
     scrubChain(thrown, redact, 0, new Set());
-    return thrown;
   } catch {
-    return error; // a revoked Proxy, a throwing getter: as it came
+    // a revoked Proxy, a throwing getter: looked at below
   }
+  // What could not be hidden in place (a frozen error, a message behind a
+  // getter, a string cause, a symbol key, a value deeper than the scrub
+  // goes) is never thrown: a copy with the texts hidden is.
+  return showsSecret(thrown, redact) ? copyWithoutSecrets(thrown, redact) : thrown;
+}
+
+/** Whether a form a host may print `error` in still shows a credential; true when one cannot be made. */
+function showsSecret(error, redact) {
+  try {
+    const forms = [util.inspect(error, { depth: null, showHidden: true, getters: true, maxArrayLength: null, maxStringLength: null }), String(error.stack), String(error.message)];
+    try {
+      forms.push(JSON.stringify(error));
+    } catch {
+      // not JSON: the other forms
+    }
+    return forms.some((form) => typeof form === 'string' && redact(form) !== form);
+  } catch {
+    return true;
+  }
+}
+
+/** A plain Error with what `error` says about itself (name, message, code, status), every text hidden. */
+function copyWithoutSecrets(error, redact) {
+  const read = (key) => {
+    try {
+      return error[key];
+    } catch {
+      return undefined;
+    }
+  };
+  const message = read('message');
+  const copy = new Error(redact(typeof message === 'string' ? message : 'an error that could not be read'));
+  const name = read('name');
+  if (typeof name === 'string') copy.name = redact(name);
+  for (const key of ['code', 'status', 'statusCode', 'errno', 'syscall']) {
+    const value = read(key);
+    if (typeof value === 'string') copy[key] = redact(value);
+    else if (typeof value === 'number') copy[key] = value;
+  }
+  copy.stack = redact(String(copy.stack));
+  return copy;
 }
 
 // How deep a cause chain is scrubbed (as deep as its facts are read).
@@ -472,6 +515,9 @@ function resilientExec(kc, options) {
   return replaceMethod(exec, 'exec', wrapped);
 }
 
+// No reason of ours is longer.
+const MAX_REASON_CHARS = 64;
+
 /**
  * Whether `status` (what an exec's status callback got) is one this package
  * gave in place of the command's own, because the command did not run to
@@ -486,7 +532,8 @@ function isExecIncomplete(status) {
   } catch {
     return false; // a revoked Proxy, a throwing getter
   }
-  if (typeof reason !== 'string') return false;
+  // A huge text is never copied into the core.
+  if (typeof reason !== 'string' || reason.length > MAX_REASON_CHARS) return false;
   return require('../pkg/k8s_auth_preflight.js').isIncompleteReason(reason);
 }
 

@@ -14,7 +14,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const util = require('node:util');
-const { Writable } = require('node:stream');
+const { Readable, Writable } = require('node:stream');
 
 const { consumer, k8s, preflight, fastEnv, captureLogger, setup, kubeConfigLike, TOKEN } = require('./support/harness');
 
@@ -104,6 +104,45 @@ test(`${F} the client's own error, thrown unchanged, holds no token: an exec to 
   assert.equal(Object.getPrototypeOf(wrapped.error), Object.getPrototypeOf(plain.error));
   const text = printed(wrapped.error);
   assert.ok(!text.includes(TOKEN.slice(0, 12)), text.slice(0, 3000));
+});
+
+test(`${F} an exec set-up error thrown as the client's own holds no token in any form, even where it cannot be hidden in place`, { timeout: 60_000 }, async (t) => {
+  const { kc } = await setup(t, { podRunningAfterMs: 0 });
+  // client-node's own ws (its ErrorEvent keeps the message behind a getter).
+  const wsMain = require.resolve('ws', { paths: [require.resolve('@kubernetes/client-node', { paths: [consumer.consumerDir] })] });
+  const { ErrorEvent } = require(require('node:path').join(require('node:path').dirname(wsMain), 'lib', 'event-target.js'));
+  // Errors with no sign of a transport failure: the wrapped exec throws them
+  // as the plain client does, at once, so every form of them must be clean.
+  const errors = {
+    frozen: () => Object.freeze(new Error(`frozen ${TOKEN}`)),
+    'a ws ErrorEvent (its message behind a getter)': () => new ErrorEvent('error', { error: new Error('inner'), message: `event ${TOKEN}` }),
+    'a string cause': () => Object.assign(new Error('string cause'), { cause: `header Authorization=${TOKEN}` }),
+    'strings in errors': () => Object.assign(new Error('string errors'), { errors: [`t=${TOKEN}`] }),
+    'a symbol key': () => Object.assign(new Error('symbol key'), { [Symbol('request')]: { headers: { authorization: `Bearer ${TOKEN}` } } }),
+    'a hidden property': () => Object.defineProperty(new Error('hidden'), 'config', { value: { token: TOKEN }, enumerable: false }),
+    'a deep object': () => Object.assign(new Error('deep'), { a: { b: { c: { d: { e: TOKEN } } } } }),
+    'a thrown string': () => `thrown ${TOKEN}`,
+  };
+  const original = k8s.Exec.prototype.exec;
+  let make = null;
+  k8s.Exec.prototype.exec = async function () {
+    throw make();
+  };
+  t.after(() => {
+    k8s.Exec.prototype.exec = original;
+  });
+  for (const [name, thrower] of Object.entries(errors)) {
+    make = thrower;
+    const exec = preflight.resilientExec(kc, { env: fastEnv(), logger: captureLogger().logger });
+    for (const stdin of [null, Readable.from([])]) {
+      const what = `${name}, ${stdin ? 'plain' : 'durable'}`;
+      const wrapped = await settle(exec.exec('ci', 'p', 'job', ['true'], null, null, stdin, false, () => {}));
+      assert.equal(wrapped.ok, false, what);
+      const text = typeof wrapped.error === 'string' ? wrapped.error : printed(wrapped.error);
+      assert.equal(pieceIn(text, TOKEN, 12), null, `${what}: ${text.slice(0, 2000)}`);
+      assert.equal(preflight.isCallGaveUpError(wrapped.error), false, `${what}: thrown as the client's own, not a give-up`);
+    }
+  }
 });
 
 test(`${F} a token the HTTP client will not send is in no form of the wrapped call's error`, { timeout: 30_000 }, async (t) => {
