@@ -1,6 +1,6 @@
 'use strict';
-// Where a durable start's time goes, in the pod: the start step's script (as
-// js-shim/pod-commands.js builds it) run by the local `sh`, whole and with
+// Where a durable start's time goes, in the pod: the start step's script (pod/start.sh as
+// scripts/build-pod.js builds it) run by the local `sh`, whole and with
 // one part taken out at a time, beside the plain command, interleaved. Wall
 // time of each run (what a healthy exec waits for), medians. A part "taken
 // out" is what the start would cost without it, not a way to run: the
@@ -28,8 +28,6 @@ if (!Number.isInteger(runs) || runs < 1 || runs > 1000) throw new Error('--runs:
 const others = args.filter((a, i) => a !== '--runs' && i !== at + 1).map((f) => path.resolve(f));
 const { podCommand } = require('../js-shim/pod-commands');
 
-// The utilities the core checks for (src/durable/action.rs).
-const UTILITIES = ['mkdir', 'mkfifo', 'setsid', 'tail', 'head', 'wc', 'cat', 'rm', 'sleep'];
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'durable-parts-'));
 const ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', TMPDIR: TMP };
 const FOLDER = path.join(TMP, '.k8s-auth-preflight');
@@ -38,13 +36,13 @@ const OUTPUT = ['sh', '-c', 'echo one line; echo another >&2'];
 // Each edit must find its text: a script changed since this probe was
 // written makes it stop, not measure something else.
 function edit(script, from, to) {
-  if (!script.includes(from)) throw new Error(`durable-parts: the start script has no ${JSON.stringify(from)}; update this probe`);
+  if (typeof from === 'string' ? !script.includes(from) : !from.test(script)) throw new Error(`durable-parts: the start script has no ${JSON.stringify(from)}; update this probe`);
   return script.replace(from, to);
 }
 
 const PARTS = {
   whole: (script) => script,
-  'no first tick': (script) => edit(script, '(sleep $_Ks||sleep 1;echo t >&3) >/dev/null 6>&- &', 'true'),
+  'no first tick': (script) => edit(script, /\(sleep "\$_K\w+"\|\|sleep 1;echo t >&3\) >\/dev\/null 6>&- &/, 'true'),
   'six clean-ups': (script) => script,
 };
 for (const file of others) PARTS[path.relative(process.cwd(), file)] = { build: require(file).podCommand };
@@ -54,7 +52,7 @@ function start(part, command) {
   const run = crypto.randomBytes(16).toString('hex');
   const cleanup = part === 'six clean-ups' ? delivered.splice(0, 6) : [];
   const build = PARTS[part].build || podCommand;
-  const argv = build({ step: 'start', run, utilities: UTILITIES, cleanup }, { out: 0, err: 0 }, command);
+  const argv = build({ step: 'start', run, cleanup }, { out: 0, err: 0 }, command);
   if (!PARTS[part].build) argv[2] = PARTS[part](argv[2], run);
   return { argv, run };
 }

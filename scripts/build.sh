@@ -33,6 +33,10 @@ elif ! grep -qF "$to" "$loader"; then
   exit 1
 fi
 
+# The pod program (pod/*.sh) made compact for the exec URL, with the core's
+# table of statuses put in (scripts/build-pod.js says how).
+node scripts/build-pod.js
+
 raw_before=$(stat -c %s pkg/k8s_auth_preflight_bg.wasm)
 if [ -x node_modules/.bin/wasm-opt ]; then
   # --converge and the strips: about 400 bytes; the name section is already

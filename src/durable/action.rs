@@ -5,6 +5,11 @@
 use crate::classify::ErrorFacts;
 use crate::protocol::Level;
 
+use super::pod_status::{
+    BROKE, MISSING_UTILITY_FIRST, NOT_A_PROGRAM, NO_FOLDER, NO_RECORD, OUTPUT_NOT_KEPT,
+    WATCHER_GONE,
+};
+
 /// The utilities the pod-side steps use besides `sh` and its builtins, in
 /// the order the start step checks for them: each is in GNU coreutils and
 /// BusyBox alike, but `setsid` (util-linux and BusyBox; coreutils has no way
@@ -85,21 +90,21 @@ impl StepEnd {
         match code {
             // No shell gives these: a status garbled on its way.
             ..0 | 256.. => StepEnd::Garbled,
-            93 => StepEnd::OutputNotKept,
-            94 => StepEnd::WatcherGone,
-            95 => StepEnd::NotAProgram,
-            96 => StepEnd::NoFolder,
-            97 => StepEnd::Broke,
-            98 => StepEnd::NoRecord,
+            c if c == OUTPUT_NOT_KEPT.code => StepEnd::OutputNotKept,
+            c if c == WATCHER_GONE.code => StepEnd::WatcherGone,
+            c if c == NOT_A_PROGRAM.code => StepEnd::NotAProgram,
+            c if c == NO_FOLDER.code => StepEnd::NoFolder,
+            c if c == BROKE.code => StepEnd::Broke,
+            c if c == NO_RECORD.code => StepEnd::NoRecord,
             126 | 127 => StepEnd::NoShell,
-            200..=255 => match usize::try_from(code - 200)
+            c if c >= MISSING_UTILITY_FIRST => match usize::try_from(c - MISSING_UTILITY_FIRST)
                 .ok()
                 .and_then(|i| UTILITIES.get(i))
             {
                 Some(name) => StepEnd::Missing(name),
                 None => StepEnd::Signalled(code),
             },
-            128..=199 => StepEnd::Signalled(code),
+            128.. => StepEnd::Signalled(code),
             other => StepEnd::Code(other),
         }
     }
@@ -130,7 +135,7 @@ pub enum DurableAction {
     /// `request`; abandon its set-up after `setup_timeout_ms` (the steps are
     /// safe to make again, so a slow one is cut); once its stream is open,
     /// ping every `ping_every_ms` and count no pong for `pong_deadline_ms`
-    /// as a cut. For `Start`, `utilities` are what to check for first.
+    /// as a cut.
     Exec {
         /// The report number.
         request: u32,

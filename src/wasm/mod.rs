@@ -130,6 +130,13 @@ pub fn is_incomplete_reason(reason: &str) -> bool {
     crate::durable::is_incomplete(reason)
 }
 
+/// The pod program's `lib/table.sh` (`crate::durable::shell_table`): what
+/// the build puts in place of the statuses' and utilities' names.
+#[wasm_bindgen(js_name = podShellTable)]
+pub fn pod_shell_table() -> String {
+    crate::durable::shell_table(crate::durable::UTILITIES)
+}
+
 /// How long a process that is stopping waits for its durable runs' commands
 /// to be stopped (`crate::durable::STOP_WAIT_MS`).
 #[wasm_bindgen(js_name = stopWaitMs)]

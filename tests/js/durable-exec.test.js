@@ -18,6 +18,13 @@ const { spawn } = require('node:child_process');
 const { Readable, Writable } = require('node:stream');
 
 const { consumer, k8s, preflight, NAMESPACE, fastEnv, setup, tempDir, waitFor } = require('./support/harness');
+const { ourNames, POD: POD_SOURCE } = require('../../scripts/build-pod');
+
+/** The pod program's source, every file. */
+function podSource() {
+  const files = [POD_SOURCE, path.join(POD_SOURCE, 'lib')].flatMap((dir) => fs.readdirSync(dir).map((f) => path.join(dir, f)));
+  return files.filter((f) => f.endsWith('.sh')).map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+}
 
 const F = `[${consumer.flavour}]`;
 const POD = 'job-pod';
@@ -799,8 +806,14 @@ test(`${F} a stream the server holds open after its status: the durable exec del
 test(`${F} the command's environment is the plain exec's: LC_ALL unset, set, empty or odd, LANG set (our utilities run in the C locale, the command never does), and variables named as ours`, async (t) => {
   // (PWD is set by the shell that starts the command: docs/CALLS.md.)
   const entries = (bytes) => bytes.toString('latin1').split('\0').filter((e) => e && !e.startsWith('PWD=')).sort();
-  // Names our pod-side scripts use for variables of their own, too.
-  const ours = { d: 'data', b: "it's", x: '42', i: '1', iz: 'z', lx: 'yes', la: 'de_DE.UTF-8', own: 'o', cm: 'c', ev: 'e', so: 's\nt', wp: '$(w)', o: '7', e: '8', r: 'r', c: 'c', l: 'l', u: 'u', f: 'f', k: 'k', se: 'se', m: 'm', n: 'n', zo: 'zo', ze: 'ze', q: 'q', z: 'z', s: 's', t: 't', p: 'p' };
+  // Every name the pod program's source gives a value, and the short names
+  // of the first version, set in the container's environment with odd values.
+  const sourceNames = [...ourNames(podSource()).variables];
+  assert.ok(sourceNames.length > 30 && sourceNames.includes('run_path'), sourceNames.join(' '));
+  const odd = ["it's", '42', 's\nt', '$(w)', 'de_DE.UTF-8', '7'];
+  const ours = Object.fromEntries(
+    [...sourceNames, 'd', 'b', 'x', 'i', 'iz', 'lx', 'la', 'own', 'cm', 'so', 'wp', 'o', 'e', 'r', 'c', 'l', 'u', 'f', 'k', 'se', 'm', 'n', 'zo', 'ze', 'q', 'z', 's', 't', 'p'].map((name, i) => [name, odd[i % odd.length]]),
+  );
   for (const podEnv of [{}, { LANG: 'C.UTF-8' }, { LC_ALL: 'de_DE.UTF-8', LANG: 'C.UTF-8' }, { LC_ALL: '' }, { LC_ALL: 'a b\nc=$(x)' }, ours, { ...ours, LC_ALL: 'C.UTF-8' }]) {
     const env = await podServer(t, { podEnv });
     const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
@@ -1018,16 +1031,18 @@ test(`${F} a container whose file size limit is 0 (ulimit -f 0): one warning, an
 test(`${F} a finish step whose status a proxy garbles: a command's own 93 is never taken for output lost; the code is unknown after a few reads`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  // Only the finish step prints the run's record ("<code> <sizes>"): its last line.
+  const finishing = require('../../pkg/pod-program.js').finish.split('\n').pop();
+  assert.match(finishing, /^echo "\$_K\w+ \$_K\w+ \$_K\w+"$/);
   for (const said of ['abc', '0', '3']) {
-    // Only the finish step prints the run's record ("<code> <sizes>").
-    env.server.configure({ execResults: [{ contains: 'echo "$_Kc $_Kzo $_Kze"', statusExitCode: said }] });
+    env.server.configure({ execResults: [{ contains: finishing, statusExitCode: said }] });
     const before = env.server.execs.length;
     const r = await runExec(durable, ['sh', '-c', `echo own-${said}; exit 93`]);
     assert.equal(r.status && r.status.status, 'Failure', `${said}: ${JSON.stringify(r.status)}`);
     assert.equal(r.status.reason, 'ExitCodeUnknown', `${said}: ${JSON.stringify(r.status)}`);
     assert.match(r.status.message, /could not be read/);
     assert.equal(r.stdout.toString(), `own-${said}\n`);
-    const finishes = env.server.execs.slice(before).filter((e) => e.command.join(' ').includes('echo "$_Kc $_Kzo $_Kze"'));
+    const finishes = env.server.execs.slice(before).filter((e) => e.command.join(' ').includes(finishing));
     assert.equal(finishes.length, 3, `${said}: ${finishes.length} finishes`);
   }
 });

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::classify::ErrorFacts;
-use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep, UTILITIES};
+use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep};
 use crate::text::quoted;
 
 /// `field` of `v` as `W`, or `W::default()` when it is absent (`undefined`
@@ -159,28 +159,24 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             setup_timeout_ms,
             ping_every_ms,
             pong_deadline_ms,
-        } => {
-            let utilities: js_sys::Array = UTILITIES.iter().map(|u| text(u)).collect();
-            object(&[
-                kind("exec"),
-                ("request", number(u64::from(*request))),
-                ("step", text(step_name(*step))),
-                ("run", text(run)),
-                (
-                    "cleanup",
-                    cleanup
-                        .iter()
-                        .map(|r| text(r))
-                        .collect::<js_sys::Array>()
-                        .into(),
-                ),
-                ("connectTimeoutMs", number(*connect_timeout_ms)),
-                ("setupTimeoutMs", number(*setup_timeout_ms)),
-                ("pingEveryMs", number(*ping_every_ms)),
-                ("pongDeadlineMs", number(*pong_deadline_ms)),
-                ("utilities", utilities.into()),
-            ])
-        }
+        } => object(&[
+            kind("exec"),
+            ("request", number(u64::from(*request))),
+            ("step", text(step_name(*step))),
+            ("run", text(run)),
+            (
+                "cleanup",
+                cleanup
+                    .iter()
+                    .map(|r| text(r))
+                    .collect::<js_sys::Array>()
+                    .into(),
+            ),
+            ("connectTimeoutMs", number(*connect_timeout_ms)),
+            ("setupTimeoutMs", number(*setup_timeout_ms)),
+            ("pingEveryMs", number(*ping_every_ms)),
+            ("pongDeadlineMs", number(*pong_deadline_ms)),
+        ]),
         DurableAction::ReadPod {
             request,
             timeout_ms,

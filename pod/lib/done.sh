@@ -1,0 +1,7 @@
+# shellcheck shell=sh
+# The run is done: its code and the sizes of its output ("-" when the reader
+# did not count them), in one write (a reader looks for a file that is not
+# empty).
+write_done() {
+	printf '%s %s %s\n' "$code" "$sent_out" "$sent_err" >"$run_path.done"
+}
