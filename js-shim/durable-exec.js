@@ -231,8 +231,8 @@ function durableExec(machine, io, args) {
               onEnd: ({ status: got, why }) =>
                 finish(
                   got
-                    ? { type: 'ended', request, exitCode: exitCodeOf(status), stdout: finishOut, ...counts() }
-                    : { type: 'ended', request, exitCode: null, why, ...counts() },
+                    ? { type: 'ended', request, hasStatus: true, ...statusFacts(status), stdout: finishOut, ...counts() }
+                    : { type: 'ended', request, hasStatus: false, why, ...counts() },
                 ),
             });
           },
@@ -405,19 +405,16 @@ function writeTo(target, chunk) {
 }
 
 /**
- * The exit status a step's status says: a Failure without one is a shell
- * that could not run (127); -1 when it says one no shell gives (not a
- * number, or 0 in a Failure), which the core reads as a status garbled on
- * its way, as it does one above 255.
+ * What a step's `V1Status` says, as found: its `status` field, and the
+ * message of its `ExitCode` cause (each a string, or null). The core reads
+ * them.
  */
-function exitCodeOf(status) {
-  if (!status || typeof status !== 'object') return 127;
-  if (status.status === 'Success') return 0;
+function statusFacts(status) {
+  const text = (v) => (typeof v === 'string' ? v : null);
+  if (!status || typeof status !== 'object') return { status: null, exitCode: null };
   const causes = status.details && Array.isArray(status.details.causes) ? status.details.causes : [];
   const cause = causes.find((c) => c && c.reason === 'ExitCode');
-  if (!cause) return 127;
-  const said = /^\d{1,3}$/.test(String(cause.message)) ? Number(cause.message) : -1;
-  return said === 0 ? -1 : said;
+  return { status: text(status.status), exitCode: cause ? text(String(cause.message)) : null };
 }
 
 function timeoutError(ms) {

@@ -30,6 +30,6 @@ pub use action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd, UTILITI
 pub use delivered::{Delivered, DeliveredRuns, LEDGER_NAME};
 pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};
 pub use messages::plain_cut;
-pub use pod_status::shell_table;
+pub use pod_status::{exit_status_of, shell_table};
 pub use reasons::{is_incomplete, INCOMPLETE};
 pub use stopping::{raise_after_stop, STOP_WAIT_MS};

@@ -72,6 +72,26 @@ pub const MISSING_UTILITY_FIRST: i64 = 200;
 /// them): none can be taken for the command's code without asking.
 pub const SHELL_AND_SIGNALS: (i64, i64) = (126, 255);
 
+/// The exit status a step's `V1Status` says: `status` is its `status`
+/// field, `exit_code` the message of its `ExitCode` cause, each as the host
+/// found it. A `Success` is 0; a `Failure` with no such cause is a shell
+/// that could not run (127); a cause that is not a number of up to three
+/// digits, or says 0 in a `Failure`, is garbled on its way (-1, which
+/// [`StepEnd::of`](super::StepEnd::of) reads so).
+pub fn exit_status_of(status: Option<&str>, exit_code: Option<&str>) -> i64 {
+    if status == Some("Success") {
+        return 0;
+    }
+    let Some(said) = exit_code else {
+        return 127;
+    };
+    let digits = !said.is_empty() && said.len() <= 3 && said.bytes().all(|b| b.is_ascii_digit());
+    match said.parse::<i64>() {
+        Ok(code) if digits && code != 0 => code,
+        _ => -1,
+    }
+}
+
 /// The ranges of statuses that may be ours rather than the command's, so
 /// that a start's or an attach's is confirmed by a finish step.
 pub fn not_surely_the_commands() -> Vec<(i64, i64)> {

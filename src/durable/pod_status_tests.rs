@@ -93,3 +93,24 @@ fn each_status_of_the_table_is_read_as_its_own_meaning_and_named_in_the_shell() 
     }
     assert!(table.contains(&format!("POD_UTILITIES='{}'", UTILITIES.join(" "))));
 }
+
+#[test]
+fn a_steps_v1status_reads_as_its_exit_status_and_a_garbled_one_never_as_a_code() {
+    assert_eq!(exit_status_of(Some("Success"), None), 0);
+    assert_eq!(exit_status_of(Some("Success"), Some("3")), 0);
+    assert_eq!(exit_status_of(Some("Failure"), Some("3")), 3);
+    assert_eq!(exit_status_of(Some("Failure"), Some("255")), 255);
+    assert_eq!(exit_status_of(Some("Failure"), None), 127);
+    assert_eq!(exit_status_of(None, None), 127);
+    for garbled in ["0", "000", "abc", "", "1000", "-1", " 3", "+3", "3.0"] {
+        assert_eq!(
+            exit_status_of(Some("Failure"), Some(garbled)),
+            -1,
+            "{garbled:?}"
+        );
+    }
+    assert_eq!(
+        StepEnd::of(exit_status_of(Some("Failure"), Some("300"))),
+        StepEnd::Garbled
+    );
+}

@@ -43,8 +43,14 @@ pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
                     optional::<f64>(&f, "receivedOut")? as u64,
                     optional::<f64>(&f, "receivedErr")? as u64,
                 ),
-                // `as` saturates; a status is 0..=255 or a code of ours.
-                exit_code: optional::<Option<f64>>(&f, "exitCode")?.map(|c| c as i64),
+                // The step's `V1Status` as the host found it, if one came.
+                exit_code: match optional::<bool>(&f, "hasStatus")? {
+                    true => Some(crate::durable::exit_status_of(
+                        optional::<Option<String>>(&f, "status")?.as_deref(),
+                        optional::<Option<String>>(&f, "exitCode")?.as_deref(),
+                    )),
+                    false => None,
+                },
                 stdout: optional(&f, "stdout")?,
                 why: optional(&f, "why")?,
             },
