@@ -18,7 +18,8 @@
 //! ([`retry`]: the line of attempts with its deadline and `Retry-After`,
 //! the request in flight and its named timers, the steady clock, the
 //! warning given once, the last error) over [`schedule`] and [`classify`] (with
-//! [`error_codes`], listed once); and the protocol's words ([`protocol`]).
+//! [`error_codes`], listed once, and [`failure_stage`], how far a failed
+//! request got); and the protocol's words ([`protocol`]).
 //! Below them: the credential, chosen from the user's candidates
 //! ([`credential`]), the record ([`cache`], [`identity`], [`runner_key`]), the
 //! permission table and RBAC rules ([`permission`], [`rules`]), the
@@ -47,6 +48,7 @@ pub mod dates;
 pub mod durable;
 pub mod environment;
 pub mod error_codes;
+pub mod failure_stage;
 pub mod identity;
 pub mod json_tree;
 pub mod permission;

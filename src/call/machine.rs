@@ -9,7 +9,6 @@ use std::time::Duration;
 use super::breaker::Breaker;
 
 use super::action::{Accepted, BadReport, CallAction, CallOutcome, CallResult};
-use super::failure_stage::{with_upgrade_status, FailureStage};
 use super::messages;
 use super::operation::Operation;
 use super::ownership::{Judgement, Ownership};
@@ -18,6 +17,7 @@ use super::spec::CallSpec;
 use crate::api_status::Forbidden;
 use crate::classify::{classify, describe_answer, Class, ErrorFacts};
 use crate::config::Settings;
+use crate::failure_stage::{with_upgrade_status, FailureStage};
 use crate::millis;
 use crate::protocol::Level;
 use crate::random::RandomSource;

@@ -4,7 +4,7 @@
 //! ([`crate::preflight`]'s outcome messages): what happened, the evidence,
 //! and whose fault it is.
 
-use super::failure_stage::FailureStage;
+use crate::failure_stage::FailureStage;
 use crate::text::seconds;
 
 /// Whose fault a call's last failure was, read from the evidence.

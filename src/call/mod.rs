@@ -46,16 +46,17 @@
 //! the deadline plus one request timeout ([`Call::ends_by_ms`]).
 //!
 //! Files, one concept each: the kinds (`operation.rs`), what the host
-//! says about a call (`spec.rs`), how far a failure got
-//! (`failure_stage.rs`), whether an object read back is ours
+//! says about a call (`spec.rs`), whether an object read back is ours
 //! (`ownership.rs`), the rules (`policy.rs`), the messages
 //! (`messages.rs`), the actions and outcomes (`action.rs`) and the machine
-//! (`machine.rs`).
+//! (`machine.rs`). How far a failure got is read by
+//! [`crate::failure_stage`], which the durable execs share: `call` uses
+//! `durable` (its [`CallPolicy`] makes the durable runs), and `durable`
+//! never uses `call`.
 
 mod action;
 mod breaker;
 mod call_policy;
-mod failure_stage;
 mod machine;
 mod messages;
 mod operation;
@@ -63,10 +64,10 @@ mod ownership;
 pub mod policy;
 mod spec;
 
+pub use crate::failure_stage::{with_upgrade_status, FailureStage};
 pub use action::{Accepted, BadReport, CallAction, CallOutcome, CallResult};
 pub use breaker::Breaker;
 pub use call_policy::CallPolicy;
-pub use failure_stage::{with_upgrade_status, FailureStage};
 pub use machine::Call;
 pub use operation::Operation;
 pub use ownership::{Judgement, Ownership};

@@ -10,10 +10,10 @@
 //! | connect | a set-up whose connection was provably never made ([`FailureStage::setup_may_be_retried`]) | an open stream is never retried; an HTTP answer instead of the switch is the caller's (4xx) or may have started the command (5xx) |
 //! | pass-through | never | none |
 
-use super::failure_stage::FailureStage;
 use super::operation::Operation;
 use super::ownership::Ownership;
 use crate::classify::Class;
+use crate::failure_stage::FailureStage;
 
 /// What one failed attempt does.
 #[derive(Debug, Clone, PartialEq, Eq)]

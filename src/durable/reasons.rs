@@ -57,7 +57,17 @@ mod tests {
     #[test]
     fn every_reason_given_is_listed() {
         let sources = [
-            include_str!("machine.rs"),
+            include_str!("machine/mod.rs"),
+            include_str!("machine/step_ends.rs"),
+            include_str!("machine/outcome.rs"),
+            include_str!("machine/cancel.rs"),
+            include_str!("machine/tests/mod.rs"),
+            include_str!("machine/tests/start.rs"),
+            include_str!("machine/tests/cuts.rs"),
+            include_str!("machine/tests/ends.rs"),
+            include_str!("machine/tests/cancel.rs"),
+            include_str!("machine/tests/ledger.rs"),
+            include_str!("machine/tests/plain.rs"),
             include_str!("../wasm/wire/durable.rs"),
         ];
         let mut found = Vec::new();

@@ -7,6 +7,10 @@
 //! evidence (every code is one of the connection phase's), never by
 //! default. An unknown error, a reset or a timeout may have come after the
 //! request went out.
+//!
+//! Read by the wrapped calls ([`crate::call`], which re-exports it) and by
+//! the durable execs ([`crate::durable`]) alike: a module of its own, so
+//! that neither of them takes it from the other.
 
 use crate::classify::{request_cannot_be_sent, ErrorFacts};
 use crate::error_codes::{self, Reached};

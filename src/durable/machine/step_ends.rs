@@ -1,0 +1,322 @@
+//! What each end of a step means: a step's stream that ended (with the
+//! status its reader exited with, and what a finish printed), a set-up
+//! that failed, the pod read after an answer, a lost connection and the
+//! attempts after it, and the limit of the time without one.
+
+use super::{Disconnection, DurableRun, Phase, HELD_MS};
+use crate::classify::{classify, describe_answer, Class, ErrorFacts};
+use crate::durable::action::{Delivery, DurableAction, PodStep, StepEnd};
+use crate::durable::messages;
+use crate::failure_stage::{with_upgrade_status, FailureStage};
+use crate::millis;
+use crate::protocol::Level;
+use crate::retry::Line;
+
+// Starts that failed and were looked for in vain this many times, while
+// the apiserver answered the looks: the start itself is refused (its URL,
+// a proxy's limit), and the command runs as a plain exec.
+const STARTS_REFUSED: u32 = 3;
+// Finish steps whose status is none a finish gives (garbled on its way):
+// after this many, the code is unknown.
+pub(super) const FINISHES_UNREAD: u32 = 3;
+
+impl DurableRun {
+    pub(super) fn ended(
+        &mut self,
+        now_ms: u64,
+        step: PodStep,
+        exit_code: Option<i64>,
+        (stdout, received): (&str, (u64, u64)),
+        why: &str,
+    ) {
+        let end = exit_code.map(StepEnd::of);
+        match (step, end) {
+            (PodStep::Cleanup, end) => {
+                if end == Some(StepEnd::Code(0)) {
+                    let line = self
+                        .delivered
+                        .borrow_mut()
+                        .cleaned(std::slice::from_ref(&self.run));
+                    self.append(line);
+                }
+                self.finish_with(None);
+            }
+            // Claimed by the kill itself: nothing was started, nor will be.
+            (PodStep::Kill, Some(StepEnd::NoRecord)) => {
+                self.may_have_started = false;
+                self.cancelled(true, "")
+            }
+            (PodStep::Kill, Some(_)) => self.cancelled(true, ""),
+            (PodStep::Kill, None) => self.kill_again(now_ms, why),
+            // All the output is sent, and the status is the command's.
+            (PodStep::Start | PodStep::Attach, Some(StepEnd::Code(code))) => {
+                self.cleanup(now_ms, delivery_of(code))
+            }
+            // One of our statuses, or the command's: the finish step says.
+            (PodStep::Start | PodStep::Attach, Some(_)) => {
+                self.confirm = exit_code;
+                self.phase = Phase::Finishing;
+                self.next = Some((PodStep::Finish, now_ms));
+            }
+            (PodStep::Look, Some(StepEnd::Code(0))) => {
+                self.claimed = true;
+                self.disconnected = None;
+                self.next = Some((PodStep::Attach, now_ms));
+            }
+            (PodStep::Look, Some(StepEnd::NoRecord)) => {
+                // Never claimed: no start reached the pod, so one may be made.
+                self.may_have_started = false;
+                self.starts_refused += 1;
+                match self.final_start_error {
+                    Some(request) => self.reject(request),
+                    None if self.starts_refused >= STARTS_REFUSED => {
+                        let what = format!(
+                            "refused {STARTS_REFUSED} starts while it answered (last error: {})",
+                            self.last_error
+                        );
+                        self.fall_back(&what)
+                    }
+                    None => self.lost(
+                        now_ms,
+                        why,
+                        Class::Transient {
+                            why: "no run".into(),
+                        },
+                    ),
+                }
+            }
+            (PodStep::Finish, Some(StepEnd::Code(0))) => match done(stdout) {
+                Some((code, sizes)) if sizes == received => self.cleanup(now_ms, delivery_of(code)),
+                Some((_, (out, err))) => {
+                    let (got_out, got_err) = received;
+                    let message = messages::output_lost(
+                        &self.pod,
+                        out.saturating_sub(got_out),
+                        err.saturating_sub(got_err),
+                    );
+                    self.fail_ended(now_ms, "OutputLost", message)
+                }
+                None => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
+            },
+            (PodStep::Finish, Some(StepEnd::NoRecord)) => self.no_record_after(self.confirm),
+            // Not done: what the start or the attach ended with says why.
+            (PodStep::Finish, Some(StepEnd::Broke)) => match self.confirm.map(StepEnd::of) {
+                // Never will be.
+                Some(StepEnd::WatcherGone) => {
+                    self.fail("ExitCodeLost", messages::watcher_gone(&self.pod))
+                }
+                // The command ended, its output incomplete.
+                Some(StepEnd::OutputNotKept) => {
+                    self.fail_ended(now_ms, "OutputLost", messages::output_not_kept(&self.pod))
+                }
+                // The step that ended was ours, broken: attach again.
+                _ => {
+                    self.phase = Phase::Running;
+                    let said = messages::step_broke(&self.pod, self.confirm.unwrap_or(97));
+                    self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+                }
+            },
+            // No status a finish gives (garbled on its way, or a signal):
+            // it says nothing of the run.
+            (PodStep::Finish, Some(_)) => self.finish_unread(now_ms, exit_code),
+            (_, Some(StepEnd::Code(code))) => {
+                let said = messages::step_broke(&self.pod, code);
+                self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+            }
+            (_, Some(_)) => {
+                let said = messages::step_broke(&self.pod, exit_code.unwrap_or(-1));
+                self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+            }
+            (_, None) => self.lost(now_ms, why, Class::Transient { why: why.into() }),
+        }
+    }
+
+    /// A finish step's answer said nothing: made again, a few times, then
+    /// the code is unknown (a proxy that garbles every answer).
+    fn finish_unread(&mut self, now_ms: u64, status: Option<i64>) {
+        self.finishes_unread = self.finishes_unread.saturating_add(1);
+        if self.finishes_unread >= FINISHES_UNREAD {
+            let message = messages::code_unread(&self.pod, self.finishes_unread);
+            return self.fail("ExitCodeUnknown", message);
+        }
+        let said = messages::step_broke(&self.pod, status.unwrap_or(-1));
+        self.lost(now_ms, &said, Class::Transient { why: said.clone() })
+    }
+
+    /// The run has no folder, after a start or an attach ended with
+    /// `status`: a start's own refusal before it claimed anything, or a
+    /// record that went away.
+    fn no_record_after(&mut self, status: Option<i64>) {
+        match status.map(StepEnd::of) {
+            // Not a program: the runtime's own answer is the caller's.
+            Some(StepEnd::NotAProgram) => self.plain(),
+            Some(StepEnd::NoFolder) => self.fall_back(
+                "cannot make or write the run's files in its temp folder ($TMPDIR, else /tmp)",
+            ),
+            Some(StepEnd::NoShell) => self.fall_back("cannot run `sh`"),
+            Some(StepEnd::Missing(name)) => self.fall_back(&format!("has no `{name}`")),
+            _ => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
+        }
+    }
+
+    pub(super) fn failed(&mut self, now_ms: u64, request: u32, step: PodStep, facts: ErrorFacts) {
+        let facts = with_upgrade_status(facts);
+        let class = classify(&facts, now_ms, self.retry_after_limit);
+        self.last_error = describe_answer(&class, &facts);
+        self.last_failed = Some(request);
+        let stage = FailureStage::of(&facts);
+        match step {
+            PodStep::Cleanup => {
+                self.finish_with(None);
+                return;
+            }
+            PodStep::Kill => {
+                let why = self.last_error.clone();
+                self.kill_again(now_ms, &why);
+                return;
+            }
+            PodStep::Start => {
+                // A URL too long for the apiserver or a proxy in front: the
+                // plain exec's is shorter, and nothing was started.
+                if let FailureStage::Answered { status: 414 | 431 } = stage {
+                    let what = format!("refused the start as too long ({})", self.last_error);
+                    return self.fall_back(&what);
+                }
+                if stage == FailureStage::Unknown && matches!(class, Class::Fatal { .. }) {
+                    // No transport failure we know of (a client's own bug,
+                    // a mocked client): nothing to look for or retry, and
+                    // the plain exec's error is the answer.
+                    return self.reject(request);
+                }
+                if !stage.never_reached() {
+                    self.may_have_started = true;
+                    if let FailureStage::Answered { status } = stage {
+                        if (400..500).contains(&status) && status != 408 && status != 429 {
+                            self.final_start_error = Some(request);
+                        }
+                    }
+                }
+            }
+            PodStep::Look | PodStep::Attach | PodStep::Finish => {
+                if facts.timed_out {
+                    self.setup_timeouts = self.setup_timeouts.saturating_add(1);
+                }
+                if let FailureStage::Answered { status } = stage {
+                    let final_answer =
+                        (400..500).contains(&status) && status != 408 && status != 429;
+                    if final_answer && !self.claimed {
+                        if let Some(first) = self.final_start_error {
+                            return self.reject(first);
+                        }
+                    }
+                    // The apiserver answers: is the pod still there?
+                    if self.pod_read.is_none() {
+                        let request = self.numbers.give_out();
+                        self.pod_read = Some(request);
+                        self.queue.push_back(DurableAction::ReadPod {
+                            request,
+                            timeout_ms: self.connect_timeout_ms,
+                        });
+                    }
+                }
+            }
+        }
+        let why = self.last_error.clone();
+        self.lost(now_ms, &why, class);
+    }
+
+    pub(super) fn pod(&mut self, found: bool, phase: Option<&str>, deleting: bool) {
+        if !found {
+            self.fail("PodGone", messages::pod_gone(&self.pod));
+        } else if deleting || phase.is_some_and(|p| p != "Running") {
+            let phase = phase.unwrap_or("unknown");
+            self.fail("PodNotRunning", messages::pod_not_running(&self.pod, phase));
+        }
+    }
+
+    /// The connection is lost (or a step broke): try again, at once the
+    /// first time, then on the line's backoff, until the time without a
+    /// connection reaches its limit.
+    fn lost(&mut self, now_ms: u64, why: &str, class: Class) {
+        if self.phase == Phase::Over {
+            return;
+        }
+        let step = match self.phase {
+            Phase::Finishing => PodStep::Finish,
+            _ if self.claimed => PodStep::Attach,
+            // A start may have run: look for it before another is made.
+            _ if self.may_have_started => PodStep::Look,
+            _ => PodStep::Start,
+        };
+        if self.last_error.is_empty() || !why.is_empty() {
+            self.last_error = why.to_string();
+        }
+        let received = self.received;
+        let held = self
+            .disconnected
+            .as_ref()
+            .and_then(|d| d.reattached)
+            .is_some_and(|(at, bytes)| now_ms.saturating_sub(at) >= HELD_MS || bytes != received);
+        if held {
+            self.disconnected = None;
+        }
+        match &mut self.disconnected {
+            None => {
+                self.disconnected = Some(Disconnection {
+                    since_ms: now_ms,
+                    line: Line::new(self.backoff, now_ms),
+                    warned: false,
+                    told: true,
+                    reattached: None,
+                });
+                self.log(Level::Warning, messages::cut(&self.pod, why));
+                self.next = Some((step, now_ms));
+            }
+            Some(d) => {
+                d.reattached = None;
+                let tell = !d.told;
+                d.told = true;
+                match d.line.next_delay(&class, now_ms, &mut self.random) {
+                    Some(delay) => self.next = Some((step, now_ms.saturating_add(millis(delay)))),
+                    None => self.give_up(),
+                }
+                if tell {
+                    self.log(Level::Warning, messages::cut(&self.pod, why));
+                }
+            }
+        }
+    }
+
+    pub(super) fn give_up(&mut self) {
+        let message = messages::gave_up(
+            &self.pod,
+            self.limit_ms,
+            &self.last_error,
+            self.may_have_started,
+        );
+        self.fail("StreamLost", message);
+    }
+}
+
+/// What a run's `done` says (a finish step printed it): the command's code
+/// (0..=255) and the sizes of its stdout and stderr.
+fn done(stdout: &str) -> Option<(i64, (u64, u64))> {
+    let mut fields = stdout.split_ascii_whitespace();
+    let number = |text: Option<&str>| {
+        let text = text?;
+        (!text.is_empty() && text.len() <= 19 && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+    };
+    let code = number(fields.next()).filter(|c| *c <= 255)?;
+    let sizes = (number(fields.next())?, number(fields.next())?);
+    fields.next().is_none().then_some((code as i64, sizes))
+}
+
+pub(super) fn delivery_of(code: i64) -> Delivery {
+    if code == 0 {
+        Delivery::Success
+    } else {
+        Delivery::ExitCode(code)
+    }
+}
