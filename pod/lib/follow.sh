@@ -73,9 +73,36 @@ send_rest() {
 	sent_err=-
 }
 
-# The waiter's last word ("w <code> <lost>", written after the code's file),
-# read while the code's file is missing (removed, or never written: a full
-# disk): the code it carries is the command's. With no code, none will come.
+# One message from the wake FIFO, into `message` as it came and `word_kind`:
+#   t          a tick
+#   g          a reader's mark (read_last_word)
+#   w          the waiter's last word with no code: none will come
+#   wCCCL      the waiter's last word: the code in three digits, and 1 when
+#              a relay failed (else 0), into word_code and word_lost
+# dash reads a FIFO a byte at a time, so two readers that read at once may
+# split a message between them: anything of another shape is read as a
+# tick, and a part of a last word is never taken for a code (a split word
+# leaves the reader with no code, as a waiter that could not say one does).
+read_message() {
+	read -r message <&3
+	word_code=
+	word_lost=
+	case "$message" in
+	w[0-9][0-9][0-9][01])
+		word_kind=w
+		word_code=${message#w}
+		word_lost=${word_code#???}
+		word_code=$((1${word_code%?} - 1000))
+		[ "$word_lost" = 1 ] || word_lost=
+		;;
+	w | g) word_kind=$message ;;
+	*) word_kind=t ;;
+	esac
+}
+
+# The waiter's last word, read while the code's file is missing (removed,
+# or never written: a full disk): the code it carries is the command's.
+# With no code, none will come.
 end_from_last_word() {
 	case "$word_code" in '' | *[!0-9]*) end_without_code ;; esac
 	[ -z "$word_lost" ] || end_without_code
@@ -85,12 +112,41 @@ end_from_last_word() {
 	exit "$code"
 }
 
+# Several readers of one run may be alive at once: a cut stream leaves its
+# reader running until it next writes (one with nothing to write never meets
+# SIGPIPE), and each reattach starts another. They share the wake FIFO, so
+# a reader may read a message meant for another. Two rules keep every
+# message reaching the reader that needs it:
+# - the newest reader is the one named in `reader` (a reader names itself
+#   when it starts); a reader named out by a newer one passes on what it
+#   read, if it was the waiter's last word or a reader's mark, and ends;
+# - a tick is never killed: every reader waiting in `read` has a tick of
+#   its own on the way (each round starts one, and reads one message), so
+#   a tick another reader took is made up for by that reader's own.
+# A `reader` that cannot be read (the temp folder emptied) names no one:
+# the reader goes on.
+is_named_out() {
+	newest=
+	{ read -r newest <"$run_path.reader"; } 2>/dev/null
+	[ -n "$newest" ] && [ "$newest" != "$$" ]
+}
+
+# After a read: a reader named out passes the message on and ends (its
+# stream is most likely gone: a newer reader follows the run).
+end_if_named_out() {
+	is_named_out || return 0
+	case "$word_kind" in w | g) echo "$message" >&3 ;; esac
+	exit "$POD_BROKE"
+}
+
 # The waiter has ended with no code's file: its last word, if it said one,
 # is in the wake FIFO, maybe behind ticks. A mark of our own put after them
-# bounds the read (it never waits).
+# bounds the read: ticks started before it come first, and no reader that
+# takes the mark keeps it.
 read_last_word() {
 	echo g >&3
-	while read -r word_kind word_code word_lost <&3; do
+	while read_message; do
+		end_if_named_out
 		case "$word_kind" in
 		w) end_from_last_word ;;
 		g) end_without_code ;;
@@ -113,6 +169,7 @@ follow_run() {
 		out_file=/proc/self/fd/4
 		err_file=/proc/self/fd/5
 	}
+	echo "$$" >"$run_path.reader"
 	round=0
 	while :; do
 		[ -s "$run_path.done" ] && end_from_done
@@ -197,9 +254,8 @@ follow_run() {
 		if [ "$round" -lt 20 ]; then tick_s=0.1; else tick_s=1; fi
 		round=$((round + 1))
 		(sleep "$tick_s" || sleep 1; echo t >&3) >/dev/null 6>&- &
-		tick_pid=$!
-		read -r word_kind word_code word_lost <&3
-		kill "$tick_pid" 2>/dev/null
+		read_message
+		end_if_named_out
 		[ "$word_kind" = w ] && [ ! -s "$run_path.code" ] && [ ! -s "$run_path.done" ] && end_from_last_word
 	done
 }

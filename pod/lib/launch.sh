@@ -9,8 +9,8 @@
 # The waiter writes the exit code (in one write, into the folder made again
 # if the command removed it) once both relays have ended, `lost` before it
 # when a relay failed (a full disk, a file size limit), and then its last
-# word into the wake FIFO, which carries the code too: it arrives when the
-# temp folder has been emptied.
+# word into the wake FIFO (lib/follow.sh, read_message), which carries the
+# code too: it arrives when the temp folder has been emptied.
 #
 # Neither the waiter nor the command is an asynchronous list (`&`): a shell
 # starts those with SIGINT and SIGQUIT ignored, and no shell can undo that.
@@ -85,5 +85,5 @@
 	[ -d "$runs_dir" ] || mkdir -p "$runs_dir"
 	[ -z "$output_lost" ] || : >"$run_path.lost"
 	echo "$command_code" >"$run_path.code"
-	echo "w $command_code $output_lost" >&3
+	printf 'w%03d%s\n' "$command_code" "${output_lost:-0}" >&3
 ) </dev/null >/dev/null 6>&- | follow_run

@@ -68,8 +68,9 @@ waiter_pid=
 #   w         the waiter's pid and its two relays'
 #   code      the command's exit code, once both relays have ended
 #   lost      a relay could not write the output into its file
+#   reader    the newest reader's id (its step's shell's pid)
 remove_run_files() {
-	rm -f "$1.out" "$1.err" "$1.op" "$1.ep" "$1.wake" "$1.pid" "$1.w" "$1.code" "$1.lost"
+	rm -f "$1.out" "$1.err" "$1.op" "$1.ep" "$1.wake" "$1.pid" "$1.w" "$1.code" "$1.lost" "$1.reader"
 }
 
 # The delivered runs named after the offsets (the clean-up of a run done in
@@ -78,7 +79,7 @@ remove_run_files() {
 doomed=
 while [ "$cleanup_count" -gt 0 ]; do
 	{ [ -s "$runs_dir/$1.done" ] || [ -e "$runs_dir/$1.lost" ]; } &&
-		doomed="$doomed $1.out $1.err $1.op $1.ep $1.wake $1.pid $1.w $1.code $1.lost"
+		doomed="$doomed $1.out $1.err $1.op $1.ep $1.wake $1.pid $1.w $1.code $1.lost $1.reader"
 	cleanup_count=$((cleanup_count - 1))
 	shift
 done

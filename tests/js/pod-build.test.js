@@ -125,3 +125,28 @@ test('the whole pod program builds with every rule, and its scripts name no vari
     assert.doesNotMatch(script, /^\s*#|POD_/m, step);
   }
 });
+
+test('the waiter\'s last word is read only whole: any part of it, split between two readers, is never taken for a code', (t) => {
+  const shells = [needs(t, 'dash'), needs(t, 'bash')].filter(Boolean);
+  const busybox = needs(t, 'busybox');
+  const cases = {
+    w1370: 'w|137|',
+    w0031: 'w|3|1',
+    w2550: 'w|255|',
+    w0000: 'w|0|',
+    w: 'w||',
+    g: 'g||',
+    t: 't||',
+  };
+  // Parts of "w1370" and "w0031" as a reader that lost bytes to another
+  // would see them, and the old shape: never a code.
+  for (const part of ['w137', 'w13', 'w1', '1370', 'w370', 'w13701', 'w1370w', '0031', 'w031', 'w 137 ', 'w 3 1', 'ww1370', '']) cases[part] = 't||';
+  const script = `. ./lib/table.sh; . ./lib/follow.sh; read_message; echo "$word_kind|$word_code|$word_lost"`;
+  for (const [line, expected] of Object.entries(cases)) {
+    for (const [program, args] of [...shells.map((s) => [s, ['-c', script]]), ...(busybox ? [[busybox, ['sh', '-c', script]]] : [])]) {
+      // (read_message reads fd 3: the input is handed to it there.)
+      const s = spawnSync(program, [...args.slice(0, -1), `exec 3<&0; ${args[args.length - 1]}`], { cwd: build.POD, input: `${line}\n`, encoding: 'utf8', timeout: 5000 });
+      assert.equal(s.stdout.trim(), expected, `${program} read ${JSON.stringify(line)}: ${s.stderr}`);
+    }
+  }
+});
