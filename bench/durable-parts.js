@@ -52,7 +52,9 @@ function start(part, command) {
   const run = crypto.randomBytes(16).toString('hex');
   const cleanup = part === 'six clean-ups' ? delivered.splice(0, 6) : [];
   const build = PARTS[part].build || podCommand;
-  const argv = build({ step: 'start', run, cleanup }, { out: 0, err: 0 }, command);
+  // (An older pod-commands.js took the utilities from the action.)
+  const utilities = ['mkdir', 'mkfifo', 'setsid', 'tail', 'head', 'wc', 'cat', 'rm', 'sleep'];
+  const argv = build({ step: 'start', run, cleanup, utilities }, { out: 0, err: 0 }, command);
   if (!PARTS[part].build) argv[2] = PARTS[part](argv[2], run);
   return { argv, run };
 }
