@@ -492,6 +492,7 @@ function resilientExec(kc, options) {
       if (watch && socket && typeof socket.on === 'function') {
         watchStream(socket, {
           hasStatus: () => heard,
+          clock: state.clock,
           pingEveryMs: watch[0],
           pongDeadlineMs: watch[1],
           onEnd: ({ status, why }) => {

@@ -19,9 +19,8 @@ const core = require('../pkg/k8s_auth_preflight.js');
 
 // setTimeout's own limit; longer waits wake and look again.
 const MAX_TIMER_MS = 0x7fffffff;
-// How long a status waits for this process's own stdout and stderr to hand
-// what they hold to the OS, and how often it looks.
-const OWN_STDIO_WAIT_MS = 10_000;
+// How often a status waiting for this process's own stdout and stderr to
+// hand what they hold to the OS looks (how long it waits is the core's).
 const OWN_STDIO_POLL_MS = 5;
 // What a finish step prints (an exit code) is short; more is not kept.
 const FINISH_OUTPUT_CAP = 64;
@@ -226,6 +225,7 @@ function durableExec(machine, io, args) {
             stopWatch = watchStream(opened, {
               hasStatus: () => status !== null,
               endAtStatus: true,
+              clock,
               pingEveryMs: action.pingEveryMs,
               pongDeadlineMs: action.pongDeadlineMs,
               onEnd: ({ status: got, why }) =>
@@ -264,11 +264,7 @@ function durableExec(machine, io, args) {
             const meta = (pod && pod.metadata) || {};
             push({ type: 'pod', request: action.request, found: true, phase: typeof status.phase === 'string' ? status.phase : null, deleting: Boolean(meta.deletionTimestamp) });
           },
-          (error) => {
-            const facts = state.describeError(error, controller.signal.aborted);
-            if (facts.status === 404) push({ type: 'pod', request: action.request, found: false, phase: null, deleting: false });
-            else push({ type: 'failed', request: action.request, facts });
-          },
+          (error) => push({ type: 'failed', request: action.request, facts: state.describeError(error, controller.signal.aborted) }),
         )
         .finally(() => clearTimeout(timer));
     };
@@ -337,7 +333,7 @@ function durableExec(machine, io, args) {
                 // reattach delivers its backlog at once, more than a pipe
                 // holds, and a caller that exits on the status (the hooks)
                 // would cut it.
-                await ownStdioFlushed([args.stdout, args.stderr]);
+                await ownStdioFlushed([args.stdout, args.stderr], action.ownStdioWaitMs);
                 deliver(action.status);
                 // The caller has what it waited for; the clean-up goes on
                 // behind it, and a signal now stops nothing.
@@ -387,9 +383,9 @@ function durableExec(machine, io, args) {
 }
 
 /** Resolves once those of `targets` that are process.stdout or process.stderr hold nothing unwritten; bounded. */
-async function ownStdioFlushed(targets) {
+async function ownStdioFlushed(targets, waitMs) {
   const own = targets.filter((t) => t && (t === process.stdout || t === process.stderr));
-  const until = performance.now() + OWN_STDIO_WAIT_MS;
+  const until = performance.now() + waitMs;
   while (own.some((t) => !t.destroyed && t.writableLength > 0) && performance.now() < until) {
     await new Promise((resolve) => setTimeout(resolve, OWN_STDIO_POLL_MS));
   }

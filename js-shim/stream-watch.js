@@ -2,7 +2,8 @@
 // Watches one open exec stream (client-node's WebSocket) and reports how it
 // ended: with the status the server sent, or cut (closed or reset with no
 // status, or silent: no pong for the deadline the core gave, after which the
-// socket is terminated). The numbers are the core's; this only keeps time.
+// socket is terminated). The numbers are the core's; this only keeps time,
+// on the clock it is given (the host's injected clock).
 
 /**
  * `socket` the exec's WebSocket; `hasStatus()` whether its status arrived;
@@ -10,11 +11,12 @@
  * is called once: `status` true when it ended with its status, else `why`
  * says what was seen. With `endAtStatus`, the stream counts as ended as soon
  * as its status has arrived (the server sends nothing after it), not when
- * the server has closed it. Returns `stop()`, which ends the watch quietly.
+ * the server has closed it. `clock()` gives the time in ms (by default
+ * performance.now). Returns `stop()`, which ends the watch quietly.
  */
-function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, endAtStatus = false }) {
+function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, endAtStatus = false, clock = () => performance.now() }) {
   let ended = false;
-  let lastHeard = performance.now();
+  let lastHeard = clock();
   let failure = null;
   let timer = null;
   const stop = () => {
@@ -35,7 +37,7 @@ function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, en
     }
   };
   on('pong', () => {
-    lastHeard = performance.now();
+    lastHeard = clock();
   });
   // One look per turn of the event loop, after the frames it brought.
   let looking = false;
@@ -44,7 +46,7 @@ function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, en
     if (hasStatus()) end(null);
   };
   on('message', () => {
-    lastHeard = performance.now();
+    lastHeard = clock();
     // (client-node hears each frame before this listener, which came later.)
     if (endAtStatus && !looking) {
       looking = true;
@@ -61,7 +63,7 @@ function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, en
   if (typeof pingEveryMs === 'number' && pingEveryMs > 0) {
     timer = setInterval(() => {
       if (ended) return;
-      if (performance.now() - lastHeard > pongDeadlineMs) {
+      if (clock() - lastHeard > pongDeadlineMs) {
         try {
           socket.terminate();
         } catch {

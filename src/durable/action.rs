@@ -19,6 +19,13 @@ pub const UTILITIES: &[&str] = &[
     "mkdir", "mkfifo", "setsid", "tail", "head", "wc", "cat", "rm", "sleep",
 ];
 
+/// How long a delivery waits, at most, for the host process's own stdout
+/// and stderr (when they are the caller's streams) to hand what they hold
+/// to the OS before the status goes: a reattach delivers its backlog at
+/// once, more than a pipe holds, and a caller that exits on the status
+/// would cut it.
+pub const OWN_STDIO_WAIT_MS: u64 = 10_000;
+
 /// One pod-side step of a run, each an exec of `sh -c` the host builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodStep {

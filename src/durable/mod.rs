@@ -26,7 +26,9 @@ mod pod_status;
 mod reasons;
 mod stopping;
 
-pub use action::{Delivery, DurableAction, DurableFact, PodStep, StepEnd, UTILITIES};
+pub use action::{
+    Delivery, DurableAction, DurableFact, PodStep, StepEnd, OWN_STDIO_WAIT_MS, UTILITIES,
+};
 pub use delivered::{Delivered, DeliveredRuns, LEDGER_NAME};
 pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};
 pub use messages::plain_cut;

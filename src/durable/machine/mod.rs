@@ -278,9 +278,12 @@ impl DurableRun {
             }
             DurableFact::Failed { request, facts } => {
                 if self.pod_read == Some(request) {
-                    // The pod could not be read: nothing learnt; the
-                    // attempts go on.
                     self.pod_read = None;
+                    // A 404 says the pod is gone; any other failure to
+                    // read it says nothing, and the attempts go on.
+                    if facts.status == Some(404) {
+                        self.pod(false, None, false);
+                    }
                 } else if let Some(step) = self.step_of(request) {
                     self.in_flight = None;
                     self.failed(now_ms, request, step, facts);

@@ -211,9 +211,11 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             ("level", text(level.name())),
             ("message", text(message)),
         ]),
-        DurableAction::Deliver { delivery } => {
-            object(&[kind("deliver"), ("status", status(delivery, command))])
-        }
+        DurableAction::Deliver { delivery } => object(&[
+            kind("deliver"),
+            ("status", status(delivery, command)),
+            ("ownStdioWaitMs", number(crate::durable::OWN_STDIO_WAIT_MS)),
+        ]),
         DurableAction::Wait { until_ms } => object(&[
             kind("wait"),
             ("untilMs", until_ms.map_or(JsValue::NULL, number)),

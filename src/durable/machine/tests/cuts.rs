@@ -364,3 +364,40 @@ fn late_reports_of_requests_no_longer_out_are_ignored() {
     r.on_fact(T0, DurableFact::Opened { request: attach });
     assert!(exec(&drain(&mut r, T0)).is_none());
 }
+
+#[test]
+fn a_pod_read_answered_404_is_the_pod_gone_and_any_other_failure_says_nothing() {
+    for (status, gone) in [(404, true), (503, false), (403, false)] {
+        let mut r = run();
+        let start = started(&mut r);
+        r.on_fact(T0, ended(start, Some(137), ""));
+        let (attach, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0 + 10,
+            DurableFact::Failed {
+                request: attach,
+                facts: answered(404),
+            },
+        );
+        let read = drain(&mut r, T0 + 10)
+            .iter()
+            .find_map(|a| match a {
+                DurableAction::ReadPod { request, .. } => Some(*request),
+                _ => None,
+            })
+            .expect("the pod is read");
+        r.on_fact(
+            T0 + 20,
+            DurableFact::Failed {
+                request: read,
+                facts: answered(status),
+            },
+        );
+        let end = drain(&mut r, T0 + 20);
+        match delivered(&end) {
+            Some(Delivery::Failed { reason, .. }) if gone => assert_eq!(reason, "PodGone"),
+            None if !gone => {}
+            other => panic!("{status}: {other:?} in {end:?}"),
+        }
+    }
+}
