@@ -17,6 +17,8 @@
 //    every variable that came from the environment, with our value). A name
 //    set and not renamed, or a function named where no command can start,
 //    fails the build.
+// 5. Each script starts with a line that exits NAME_TAKEN when any of those
+//    variables is already set, which only the environment can do.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -168,6 +170,19 @@ function ownNames(text) {
   return named.replace(/\0([a-z0-9_]+)\0/g, (_all, name) => short.get(name));
 }
 
+/**
+ * Rule 5: the script's first line exits with `status` when any of its
+ * variables is set on entry, which only the container's environment can
+ * do: the shell would export our value of it to the command, and a
+ * variable we read before setting would start with the environment's.
+ */
+function nameGuard(named, status) {
+  const functions = new Set([...named.matchAll(/^(_K[a-z]+)\(\) *\{/gm)].map((m) => m[1]));
+  const variables = [...new Set([...named.matchAll(/_K[a-z]+/g)].map((m) => m[0]))].filter((n) => !functions.has(n));
+  if (!/^\d+$/.test(String(status))) throw new Error('build-pod: the table has no POD_NAME_TAKEN');
+  return `[ -z "${variables.map((n) => `\${${n}+x}`).join('')}" ]||exit ${status}\n${named}`;
+}
+
 /** 0 → a, 25 → z, 26 → ba, ...: short names that never start with a digit. */
 function letters(i) {
   let name = '';
@@ -182,7 +197,8 @@ function letters(i) {
 /** The compact script of step `step`; `table` is the core's lib/table.sh. */
 function buildStep(step, table, read = (name) => fs.readFileSync(path.join(POD, name), 'utf8')) {
   const source = inline(read(`${step}.sh`), (name) => (name === TABLE ? table : read(name)));
-  return ownNames(compact(constants(source)));
+  const taken = (table.match(/^POD_NAME_TAKEN=(\d+)$/m) || [])[1];
+  return nameGuard(ownNames(compact(constants(source))), taken);
 }
 
 /** Every step's compact script: { start, look, ... }. */
@@ -214,4 +230,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { STEPS, TABLE, POD, inline, ourNames, constants, compact, ownNames, letters, buildStep, buildAll };
+module.exports = { STEPS, TABLE, POD, inline, ourNames, constants, compact, ownNames, nameGuard, letters, buildStep, buildAll };

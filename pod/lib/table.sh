@@ -3,6 +3,8 @@
 # fails when this file and the core disagree (node scripts/build-pod.js
 # --write makes it again).
 # shellcheck shell=sh disable=SC2034
+# the container's environment sets a variable named as one of the program's own (_K...): nothing was claimed
+POD_NAME_TAKEN=92
 # a relay could not write the command's output into its file (a full disk, a file size limit): the output is incomplete
 POD_OUTPUT_NOT_KEPT=93
 # the process that waits for the command ended without writing its code: the code will never come
@@ -24,7 +26,7 @@ POD_MISSING_UTILITY_FIRST=200
 # finish step.
 status_may_be_ours() {
 	case "$1" in
-	9[3-8]|12[6-9]|1[3-9][0-9]|2[0-4][0-9]|25[0-5]) return 0 ;;
+	9[2-8]|12[6-9]|1[3-9][0-9]|2[0-4][0-9]|25[0-5]) return 0 ;;
 	esac
 	return 1
 }

@@ -6,7 +6,7 @@ use crate::classify::ErrorFacts;
 use crate::protocol::Level;
 
 use super::pod_status::{
-    BROKE, MISSING_UTILITY_FIRST, NOT_A_PROGRAM, NO_FOLDER, NO_RECORD, OUTPUT_NOT_KEPT,
+    BROKE, MISSING_UTILITY_FIRST, NAME_TAKEN, NOT_A_PROGRAM, NO_FOLDER, NO_RECORD, OUTPUT_NOT_KEPT,
     WATCHER_GONE,
 };
 
@@ -63,6 +63,10 @@ pub enum StepEnd {
     /// Any status not ours: for a start or an attach the command's code;
     /// for the other steps, 0 is done.
     Code(i64),
+    /// 92: the container's environment sets a variable named as one of the
+    /// pod program's own: nothing was claimed, and the exec runs plainly
+    /// (the command would get our value of it).
+    NameTaken,
     /// 93: a relay could not write the command's output into its file (a
     /// full disk, a file size limit): the output is incomplete.
     OutputNotKept,
@@ -97,6 +101,7 @@ impl StepEnd {
         match code {
             // No shell gives these: a status garbled on its way.
             ..0 | 256.. => StepEnd::Garbled,
+            c if c == NAME_TAKEN.code => StepEnd::NameTaken,
             c if c == OUTPUT_NOT_KEPT.code => StepEnd::OutputNotKept,
             c if c == WATCHER_GONE.code => StepEnd::WatcherGone,
             c if c == NOT_A_PROGRAM.code => StepEnd::NotAProgram,

@@ -15,6 +15,12 @@ pub struct PodStatus {
     pub meaning: &'static str,
 }
 
+/// The container's environment sets a variable named as one of ours.
+pub const NAME_TAKEN: PodStatus = PodStatus {
+    name: "NAME_TAKEN",
+    code: 92,
+    meaning: "the container's environment sets a variable named as one of the program's own (_K...): nothing was claimed",
+};
 /// A relay could not write the command's output into its file.
 pub const OUTPUT_NOT_KEPT: PodStatus = PodStatus {
     name: "OUTPUT_NOT_KEPT",
@@ -55,6 +61,7 @@ pub const NO_RECORD: PodStatus = PodStatus {
 
 /// Every status above, in order.
 pub const POD_STATUSES: &[PodStatus] = &[
+    NAME_TAKEN,
     OUTPUT_NOT_KEPT,
     WATCHER_GONE,
     NOT_A_PROGRAM,

@@ -69,6 +69,7 @@ fn the_shell_tests_for_a_status_of_ours_exactly_where_the_core_reads_one() {
 fn each_status_of_the_table_is_read_as_its_own_meaning_and_named_in_the_shell() {
     let table = shell_table(UTILITIES);
     let read = [
+        (NAME_TAKEN, StepEnd::NameTaken),
         (OUTPUT_NOT_KEPT, StepEnd::OutputNotKept),
         (WATCHER_GONE, StepEnd::WatcherGone),
         (NOT_A_PROGRAM, StepEnd::NotAProgram),

@@ -485,6 +485,29 @@ test(`${F} a container without setsid, or without a writable temp folder: one wa
   }
 });
 
+test(`${F} a container whose environment sets a variable named as one of the pod program's own (_K...): one warning, and the exec runs plainly, the command's environment as it was`, async (t) => {
+  // Names the built scripts use: the first, one only attach uses, and the
+  // one that held whether the wake FIFO was open (set, it left a reattach
+  // forking a tick at once, for ever).
+  const scripts = require('../../pkg/pod-program.js');
+  const guarded = (script) => script.split('\n')[0].match(/_K[a-z]+/g);
+  const names = [...new Set([guarded(scripts.start)[0], guarded(scripts.attach).at(-1), ...guarded(scripts.start).slice(-3)])];
+  for (const name of names) {
+    const env = await podServer(t, { podEnv: { [name]: 'theirs' } });
+    const log = capture();
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+    const plain = await runExec(new k8s.Exec(env.kc), ['sh', '-c', `echo "${'$'}${name}"; exit 4`]);
+    const result = await runExec(durable, ['sh', '-c', `echo x >> named.starts; echo "${'$'}${name}"; exit 4`]);
+    assert.equal(log.warning.length, 1, `${name}: ${log.warning.join('\n')}`);
+    assert.match(log.warning[0], /a variable named as one of the durable exec's own/);
+    assert.match(log.warning[0], /runs as a plain exec/);
+    assert.deepEqual(result.status.details.causes, [{ reason: 'ExitCode', message: '4' }]);
+    assert.equal(result.stdout.toString(), 'theirs\n');
+    assert.equal(result.stdout.toString(), plain.stdout.toString());
+    assert.equal(starts(env.folder(), 'named'), 1);
+  }
+});
+
 test(`${F} the caller closing the stream before the status stops following the run and leaves the command running, as a plain exec's close does`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });

@@ -48,6 +48,12 @@ impl DurableRun {
             }
             (PodStep::Kill, Some(_)) => self.cancelled(true, ""),
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
+            // Every step stops at its first line in a container whose
+            // environment sets one of the pod program's names, so nothing
+            // was ever claimed there: the exec runs plainly.
+            (PodStep::Look | PodStep::Finish, Some(StepEnd::NameTaken)) => {
+                self.no_record_after(exit_code)
+            }
             // All the output is sent, and the status is the command's.
             (PodStep::Start | PodStep::Attach, Some(StepEnd::Code(code))) => {
                 self.cleanup(now_ms, delivery_of(code))
@@ -154,6 +160,9 @@ impl DurableRun {
                 "cannot make or write the run's files in its temp folder ($TMPDIR, else /tmp)",
             ),
             Some(StepEnd::NoShell) => self.fall_back("cannot run `sh`"),
+            Some(StepEnd::NameTaken) => self.fall_back(
+                "sets a variable named as one of the durable exec's own (_K...) in its environment",
+            ),
             Some(StepEnd::Missing(name)) => self.fall_back(&format!("has no `{name}`")),
             _ => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
         }

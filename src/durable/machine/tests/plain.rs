@@ -168,3 +168,33 @@ fn a_start_refused_as_too_long_or_refused_again_and_again_while_looks_answer_run
         "{warnings:?}"
     );
 }
+
+#[test]
+fn a_container_whose_environment_takes_one_of_the_programs_names_runs_the_exec_plainly_with_one_warning(
+) {
+    // The start stops at its first line (92, which the command could give
+    // too): the finish step, stopped the same way, says it was not the
+    // command's.
+    let mut r = run();
+    let start = started(&mut r);
+    r.on_fact(T0, ended(start, Some(92), ""));
+    let (fin, step) = exec(&drain(&mut r, T0)).unwrap();
+    assert_eq!(step, PodStep::Finish);
+    r.on_fact(T0 + 5, ended(fin, Some(92), ""));
+    let actions = drain(&mut r, T0 + 5);
+    assert!(actions.contains(&DurableAction::Plain), "{actions:?}");
+    let warnings = logs(&actions, Level::Warning);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("a variable named as one of the durable exec's own"),
+        "{warnings:?}"
+    );
+    // A command of its own that exits 92 is the command's code.
+    let mut r = run();
+    let start = started(&mut r);
+    r.on_fact(T0, ended(start, Some(92), ""));
+    let (fin, _) = exec(&drain(&mut r, T0)).unwrap();
+    r.on_fact(T0 + 5, ended(fin, Some(0), "92 10 5"));
+    let actions = drain(&mut r, T0 + 5);
+    assert_eq!(delivered(&actions), Some(Delivery::ExitCode(92)));
+}
