@@ -17,7 +17,8 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Readable, Writable } = require('node:stream');
 
-const { consumer, k8s, preflight, NAMESPACE, fastEnv, setup, tempDir, waitFor } = require('./support/harness');
+const { consumer, k8s, preflight, NAMESPACE, tempDir, waitFor } = require('./support/harness');
+const { POD, durableEnv, capture, podServer, sink } = require('./support/durable-pod');
 const { ourNames, POD: POD_SOURCE } = require('../../scripts/build-pod');
 
 /** The pod program's source, every file. */
@@ -27,42 +28,10 @@ function podSource() {
 }
 
 const F = `[${consumer.flavour}]`;
-const POD = 'job-pod';
 const RUN_LIMIT_MS = 30_000;
 // A status the server sent arrives within this, even when the stream stays open.
 const HELD_LIMIT_MS = 10_000;
 
-/** Fast settings, durable execs on: a pong deadline of 2 s, 20 s without a connection at most. */
-function durableEnv(overrides = {}) {
-  return fastEnv({ DURABLE_EXEC: 'on', EXEC_PONG_DEADLINE_MS: 2000, DURABLE_DISCONNECT_MS: 20_000, CALL_DEADLINE_MS: 20_000, ...overrides });
-}
-
-function capture() {
-  const lines = { warning: [], info: [], debug: [], error: [] };
-  const keep = (level) => (m) => lines[level].push(m);
-  lines.logger = { warning: keep('warning'), info: keep('info'), debug: keep('debug'), error: keep('error') };
-  return lines;
-}
-
-async function podServer(t, options = {}) {
-  const root = tempDir(t, 'durable-pods');
-  const env = await setup(t, { podRunningAfterMs: 0, podRoot: root, ...options });
-  env.server.seed('pods', NAMESPACE, { metadata: { name: POD, namespace: NAMESPACE }, spec: { containers: [{ name: 'job', image: 'debian' }] } });
-  env.folder = () => env.server.podFolder(NAMESPACE, POD);
-  return env;
-}
-
-function sink() {
-  const chunks = [];
-  const stream = new Writable({
-    write(chunk, _e, done) {
-      chunks.push(Buffer.from(chunk));
-      done();
-    },
-  });
-  stream.bytes = () => Buffer.concat(chunks);
-  return stream;
-}
 
 /**
  * One exec as a hooks-style caller makes it: resolves with { status,

@@ -14,12 +14,11 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Writable } = require('node:stream');
 
-const { consumer, preflight, NAMESPACE, fastEnv, setup, tempDir, waitFor } = require('./support/harness');
+const { consumer, preflight, NAMESPACE, waitFor } = require('./support/harness');
+const { POD, durableEnv, capture, podServer, sink } = require('./support/durable-pod');
 
 const F = `[${consumer.flavour}]`;
-const POD = 'job-pod';
 // The script takes 6 s; its status arrives well within this after its start.
 const DELIVERY_BOUND_MS = 20_000;
 // No process of a delivered run is left in the pod after this.
@@ -34,35 +33,8 @@ const CUT_MS = 300;
  * interval, cuts any stream silent for 5 s to 10 s: a reader stuck in the
  * pod then only delays the status, by the reattach after that cut.)
  */
-function durableEnv(overrides = {}) {
-  return fastEnv({ DURABLE_EXEC: 'on', EXEC_PONG_DEADLINE_MS: 15_000, DURABLE_DISCONNECT_MS: 20_000, CALL_DEADLINE_MS: 20_000, ...overrides });
-}
-
-function capture() {
-  const lines = { warning: [], info: [], debug: [], error: [] };
-  const keep = (level) => (m) => lines[level].push(m);
-  lines.logger = { warning: keep('warning'), info: keep('info'), debug: keep('debug'), error: keep('error') };
-  return lines;
-}
-
-async function podServer(t, options = {}) {
-  const root = tempDir(t, 'durable-pods');
-  const env = await setup(t, { podRunningAfterMs: 0, podRoot: root, ...options });
-  env.server.seed('pods', NAMESPACE, { metadata: { name: POD, namespace: NAMESPACE }, spec: { containers: [{ name: 'job', image: 'debian' }] } });
-  env.folder = () => env.server.podFolder(NAMESPACE, POD);
-  return env;
-}
-
-function sink() {
-  const chunks = [];
-  const stream = new Writable({
-    write(chunk, _e, done) {
-      chunks.push(Buffer.from(chunk));
-      done();
-    },
-  });
-  stream.bytes = () => Buffer.concat(chunks);
-  return stream;
+function readersEnv(overrides = {}) {
+  return durableEnv({ EXEC_PONG_DEADLINE_MS: 15_000, ...overrides });
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -231,7 +203,7 @@ function podState(env, runId) {
  * the caller got (or { timedOut }), the run's id, the run and its start.
  */
 async function twoCutsRun(t, env, tag) {
-  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const durable = preflight.resilientExec(env.kc, { env: readersEnv(), logger: capture().logger });
   const startedAt = performance.now();
   const run = startRun(durable, silentScript(tag));
   t.after(() => run.stop());
@@ -292,7 +264,7 @@ test(`${F} two stream cuts while the script prints nothing: once the run is deli
 test(`${F} 20 durable execs at once, every stream cut twice 0.8 s apart while the scripts print nothing: each of the 20 gets its status (exit 3) and its output, once`, async (t) => {
   const N = 20;
   const env = await podServer(t);
-  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const durable = preflight.resilientExec(env.kc, { env: readersEnv(), logger: capture().logger });
   const startedAt = performance.now();
   const runs = Array.from({ length: N }, (_, i) => {
     const run = startRun(durable, silentScript(`many-${i}`));
@@ -338,7 +310,7 @@ test(`${F} 20 durable execs at once, every stream cut twice 0.8 s apart while th
 // command ended, or for good if a tick never came).
 test(`${F} a reader on a cut stream ends within a tick of a newer reader starting, while the command still runs`, async (t) => {
   const env = await podServer(t);
-  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  const durable = preflight.resilientExec(env.kc, { env: readersEnv(), logger: capture().logger });
   const tag = 'named-out';
   const startedAt = performance.now();
   const run = startRun(durable, ['sh', '-c', `echo x >> ${tag}.starts; echo started; sleep 9; exit 3`]);
