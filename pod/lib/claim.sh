@@ -1,4 +1,6 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
+# (A part of the steps: its names are set and read across the parts; each
+# step is checked whole, with its parts in place.)
 # The claim: only one start ever makes it. Its mark is a file made with
 # O_EXCL (`set -C`, the shell's own: no process; `true`, not `:`, whose failed
 # redirection would end the shell) among the claims in /dev/shm, or else in

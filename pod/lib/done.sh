@@ -1,4 +1,6 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
+# (A part of the steps: its names are set and read across the parts; each
+# step is checked whole, with its parts in place.)
 # The run is done: its code and the sizes of its output ("-" when the reader
 # did not count them), in one write (a reader looks for a file that is not
 # empty).

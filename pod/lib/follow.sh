@@ -1,4 +1,6 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
+# (A part of the steps: its names are set and read across the parts; each
+# step is checked whole, with its parts in place.)
 # Following a run: its output sent from the host's offsets until the command
 # has ended and everything is sent, then the step exits with the command's
 # code (write_done records the code and the sizes). A start's reader and

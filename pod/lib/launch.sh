@@ -1,4 +1,6 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
+# (A part of the steps: its names are set and read across the parts; each
+# step is checked whole, with its parts in place.)
 # The command, launched detached:
 # - in a session of its own (a cut stream neither signals nor blocks it, and
 #   its group can be stopped), apart from the waiter and the relays (a

@@ -1,4 +1,6 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
+# (A part of the steps: its names are set and read across the parts; each
+# step is checked whole, with its parts in place.)
 # The start of every step: the shell made safe for our lines, the names of
 # the run's files, the offsets the host has received, and the files of
 # delivered runs removed. A step is run as

@@ -58,6 +58,12 @@ test('the pod program\'s source is shellcheck clean as sh, each step with its li
     const r = spawnSync(shellcheck, ['-s', 'sh', file], { encoding: 'utf8' });
     assert.equal(r.status, 0, `${step}: ${r.stdout}${r.stderr}`);
   }
+  // Each file alone too, as a reviewer's editor checks it (pod/.shellcheckrc).
+  const files = ['.', 'lib'].flatMap((dir) => fs.readdirSync(path.join(build.POD, dir)).filter((f) => f.endsWith('.sh')).map((f) => path.join(dir, f)));
+  for (const file of files) {
+    const r = spawnSync(shellcheck, ['-s', 'sh', file], { cwd: build.POD, encoding: 'utf8' });
+    assert.equal(r.status, 0, `${file}: ${r.stdout}${r.stderr}`);
+  }
   // And it can fail: an unquoted expansion is reported.
   const bad = path.join(dir, 'bad.sh');
   fs.writeFileSync(bad, `${expanded('attach')}\necho $run_path\n`);
