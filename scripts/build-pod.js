@@ -28,6 +28,8 @@ const STEPS = ['start', 'look', 'attach', 'finish', 'cleanup', 'kill'];
 const TABLE = 'lib/table.sh';
 const PREFIX = '_K';
 const NAME = '[a-z][a-z0-9_]*';
+// A read's options before its names (`-r`, and bash's `-d ''`).
+const READ_OPTIONS = "((?:-[a-z]+ (?:'' )?)+)";
 const THEIRS = new Set(['LC_ALL', 'IFS']);
 
 /** `text` with its `. ./lib/x.sh` lines replaced by the files (`read(name)`), each once. */
@@ -138,7 +140,7 @@ function ownNames(text) {
   let named = text
     .replace(new RegExp(`\\$(\\{?)(${NAME})`, 'g'), (_all, brace, name) => `$${brace}${mark(name)}`)
     .replace(new RegExp(`(^|[\\s;(){&|])(${NAME})=`, 'g'), (_all, before, name) => `${before}${mark(name)}=`)
-    .replace(new RegExp(`\\bread -r ((?:${NAME} )*${NAME})`, 'g'), (_all, names) => `read -r ${names.split(' ').map(mark).join(' ')}`)
+    .replace(new RegExp(`\\bread ${READ_OPTIONS}((?:${NAME} )*${NAME})`, 'g'), (_all, options, names) => `read ${options}${names.split(' ').map(mark).join(' ')}`)
     .replace(new RegExp(`\\bfor (${NAME}) in\\b`, 'g'), (_all, name) => `for ${mark(name)} in`)
     // Bare names in arithmetic.
     .replace(/\$\(\(([^()]*)\)\)/g, (_all, body) => `$((${body.replace(new RegExp(`(?<![A-Za-z0-9_$\\0])${NAME}(?![A-Za-z0-9_\\0])`, 'g'), mark)}))`);
@@ -157,10 +159,10 @@ function ownNames(text) {
   // for the two the program must set: LC_ALL (given back to the command)
   // and IFS (which no shell takes from the environment).
   const ANY = '\\0?[A-Za-z_][A-Za-z0-9_]*\\0?';
-  const set = [new RegExp(`(?:^|[\\s;(){&|])(${ANY})=`, 'g'), new RegExp(`\\bread -r ((?:${ANY} )*${ANY})`, 'g'), new RegExp(`\\bfor (${ANY}) in\\b`, 'g')];
+  const set = [new RegExp(`(?:^|[\\s;(){&|])(${ANY})=`, 'g'), new RegExp(`\\bread ${READ_OPTIONS}((?:${ANY} )*${ANY})`, 'g'), new RegExp(`\\bfor (${ANY}) in\\b`, 'g')];
   for (const pattern of set) {
     for (const m of named.matchAll(pattern)) {
-      for (const name of m[1].split(' ')) {
+      for (const name of m[m.length - 1].split(' ')) {
         if (!/^\0.*\0$/.test(name) && !THEIRS.has(name)) throw new Error(`build-pod: the program sets ${name}, which is not a name of its own`);
       }
     }

@@ -15,11 +15,12 @@ pub struct PodStatus {
     pub meaning: &'static str,
 }
 
-/// The container's environment sets a variable named as one of ours.
+/// The container's environment sets a variable the program cannot keep
+/// from the command.
 pub const NAME_TAKEN: PodStatus = PodStatus {
     name: "NAME_TAKEN",
     code: 92,
-    meaning: "the container's environment sets a variable named as one of the program's own (_K...): nothing was claimed",
+    meaning: "the container's environment sets a variable named as one of the program's own (_K...), or SHELLOPTS or BASHOPTS with bash as sh: nothing was claimed",
 };
 /// A relay could not write the command's output into its file.
 pub const OUTPUT_NOT_KEPT: PodStatus = PodStatus {

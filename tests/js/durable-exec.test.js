@@ -670,18 +670,39 @@ test(`${F} a command that keeps emptying its temp folder (dot files too) from a 
   }
 });
 
-test(`${F} a container whose sh is bash and whose environment sets SHELLOPTS (errexit, nounset, pipefail, noclobber, allexport): the plain client's result`, async (t) => {
+test(`${F} a container whose sh is bash and whose environment sets SHELLOPTS or BASHOPTS: the plain client's result (bash rewrites both and exports them to the command), with one warning`, async (t) => {
   const bin = tempDir(t, 'bash-sh');
   fs.symlinkSync('/bin/bash', path.join(bin, 'sh'));
-  for (const options of ['errexit', 'nounset', 'pipefail', 'noclobber', 'allexport', 'errexit:nounset:pipefail:noclobber:allexport']) {
-    const env = await podServer(t, { podEnv: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, SHELLOPTS: options } });
-    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
-    const command = ['sh', '-c', 'echo hi; sleep 0.3; env | grep -c "^_K" >&2; exit 0'];
-    const r = await runExec(durable, command);
-    assert.equal(r.status && r.status.status, 'Success', `${options}: ${JSON.stringify(r.status)}`);
-    assert.equal(r.stdout.toString(), 'hi\n', options);
-    assert.equal(r.stderr.toString(), '0\n', `${options}: none of our names reaches the command`);
+  const PATH = `${bin}:/usr/local/bin:/usr/bin:/bin`;
+  // What a command's bash sees of the options it was given.
+  const probe = ['bash', '-c', 'echo "$SHELLOPTS"; shopt -q nullglob && echo nullglob; false; echo after false'];
+  const cases = [
+    { SHELLOPTS: 'errexit' },
+    { SHELLOPTS: 'braceexpand' },
+    { SHELLOPTS: 'errexit:nounset:pipefail:noclobber:allexport' },
+    { BASHOPTS: 'nullglob' },
+  ];
+  for (const vars of cases) {
+    const env = await podServer(t, { podEnv: { PATH, ...vars } });
+    const log = capture();
+    const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+    const name = JSON.stringify(vars);
+    const plain = await runExec(new k8s.Exec(env.kc), probe);
+    assert.deepEqual(await runExec(durable, probe), plain, name);
+    const r = await runExec(durable, ['sh', '-c', 'echo hi; sleep 0.3; env | grep "^_K" >&2 || :; exit 0']);
+    assert.equal(r.status && r.status.status, 'Success', `${name}: ${JSON.stringify(r.status)}`);
+    assert.equal(r.stdout.toString(), 'hi\n', name);
+    assert.equal(r.stderr.toString(), '', `${name}: none of our names reaches the command`);
+    assert.equal(log.warning.length, 2, `${name}: one per exec: ${log.warning.join('\n')}`);
+    assert.match(log.warning[0], /SHELLOPTS or BASHOPTS/);
+    assert.match(log.warning[0], /runs as a plain exec/);
   }
+  // With neither set, bash as sh runs the exec durably: no warning.
+  const env = await podServer(t, { podEnv: { PATH } });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  assert.deepEqual(await runExec(durable, probe), await runExec(new k8s.Exec(env.kc), probe));
+  assert.deepEqual(log.warning, []);
 });
 
 test(`${F} SIGTERM to the hook while its command runs, after the command removed the dot folder (its pid file with it): the command is still stopped`, async (t) => {

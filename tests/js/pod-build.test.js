@@ -119,6 +119,9 @@ test('our names become short _K names in order of first appearance; one set and 
   assert.equal(build.ownNames('LC_ALL=C\nIFS=:\necho "$PATH"'), 'LC_ALL=C\nIFS=:\necho "$PATH"');
   assert.throws(() => build.ownNames('PATH=/bin'), /sets PATH, which is not a name of its own/);
   assert.throws(() => build.ownNames('read -r HOME <f'), /sets HOME/);
+  // A read's options before its names (bash's -d '') leave the names renamed, and checked.
+  assert.equal(build.ownNames("read -r -d '' entry <f\necho \"$entry\""), "read -r -d '' _Ka <f\necho \"$_Ka\"");
+  assert.throws(() => build.ownNames("read -r -d '' HOME <f"), /sets HOME/);
   assert.throws(() => build.ownNames('show() {\n:\n}\necho show'), /function show is named where no command starts/);
   assert.throws(() => build.ownNames('show() {\n:\n}\nshow=1'), /show is a function and a variable/);
 });
@@ -126,7 +129,7 @@ test('our names become short _K names in order of first appearance; one set and 
 test('the whole pod program builds with every rule, and its scripts name no variable the container could have set', () => {
   for (const [step, script] of Object.entries(build.buildAll(table()))) {
     for (const m of script.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) {
-      assert.ok(m[1].startsWith('_K') || ['LC_ALL', 'TMPDIR', 'PATH'].includes(m[1]), `${step} reads $${m[1]}`);
+      assert.ok(m[1].startsWith('_K') || ['LC_ALL', 'TMPDIR', 'PATH', 'BASH_VERSION'].includes(m[1]), `${step} reads $${m[1]}`);
     }
     assert.doesNotMatch(script, /^\s*#|POD_/m, step);
   }

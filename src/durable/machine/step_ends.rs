@@ -161,7 +161,7 @@ impl DurableRun {
             ),
             Some(StepEnd::NoShell) => self.fall_back("cannot run `sh`"),
             Some(StepEnd::NameTaken) => self.fall_back(
-                "sets a variable named as one of the durable exec's own (_K...) in its environment",
+                "sets in its environment a variable named as one of the durable exec's own (_K...), or SHELLOPTS or BASHOPTS with bash as `sh` (bash rewrites both for the command)",
             ),
             Some(StepEnd::Missing(name)) => self.fall_back(&format!("has no `{name}`")),
             _ => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
