@@ -22,8 +22,6 @@ const MAX_TIMER_MS = 0x7fffffff;
 // How often a status waiting for this process's own stdout and stderr to
 // hand what they hold to the OS looks (how long it waits is the core's).
 const OWN_STDIO_POLL_MS = 5;
-// What a finish step prints (an exit code) is short; more is not kept.
-const FINISH_OUTPUT_CAP = 64;
 
 /** What the caller holds instead of a WebSocket: open until the status has been delivered. */
 class DurableSocket extends EventEmitter {
@@ -156,11 +154,12 @@ function durableExec(machine, io, args) {
 
     const startStep = (action) => {
       const request = action.request;
-      const step = action.step;
-      const forward = step === 'start' || step === 'attach';
+      // What the step's output is for is the core's to say.
+      const forward = action.output === 'caller';
+      const keep = action.output === 'kept' ? action.keptBytes : 0;
       let dead = false;
       let status = null;
-      let finishOut = '';
+      let kept = '';
       let stopWatch = null;
       let ws = null;
       const passOn = (target, key) =>
@@ -169,8 +168,8 @@ function durableExec(machine, io, args) {
             if (!dead && forward) {
               received[key] += chunk.length;
               if (target) writeTo(target, chunk);
-            } else if (!dead && step === 'finish' && key === 'out' && finishOut.length < FINISH_OUTPUT_CAP) {
-              finishOut += chunk.toString('latin1');
+            } else if (!dead && key === 'out' && kept.length < keep) {
+              kept += chunk.toString('latin1', 0, keep - kept.length);
             }
             done();
           },
@@ -231,7 +230,7 @@ function durableExec(machine, io, args) {
               onEnd: ({ status: got, why }) =>
                 finish(
                   got
-                    ? { type: 'ended', request, hasStatus: true, ...statusFacts(status), stdout: finishOut, ...counts() }
+                    ? { type: 'ended', request, hasStatus: true, ...statusFacts(status), stdout: kept, ...counts() }
                     : { type: 'ended', request, hasStatus: false, why, ...counts() },
                 ),
             });

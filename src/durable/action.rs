@@ -53,6 +53,38 @@ pub enum PodStep {
     Kill,
 }
 
+/// What the host does with the output a step's exec brings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOutput {
+    /// Passed on to the caller's streams, and counted: the command's.
+    Caller,
+    /// The first `bytes` of stdout kept and reported with the step's end;
+    /// the rest, and stderr, dropped.
+    Kept {
+        /// How many.
+        bytes: u64,
+    },
+    /// Dropped.
+    Dropped,
+}
+
+// What a finish prints: a code and two sizes (3 + 20 + 20 digits and two
+// spaces); anything past this is not what a finish prints.
+const FINISH_OUTPUT_BYTES: u64 = 64;
+
+impl PodStep {
+    /// What the host does with this step's output.
+    pub fn output(self) -> StepOutput {
+        match self {
+            PodStep::Start | PodStep::Attach => StepOutput::Caller,
+            PodStep::Finish => StepOutput::Kept {
+                bytes: FINISH_OUTPUT_BYTES,
+            },
+            PodStep::Look | PodStep::Cleanup | PodStep::Kill => StepOutput::Dropped,
+        }
+    }
+}
+
 /// How a pod-side step's exec ended, from the exit status it reported. A
 /// start or an attach that sent all of the command's output exits with the
 /// command's code; the statuses below other than `Code` are our own steps',
@@ -299,3 +331,7 @@ pub enum DurableFact {
     /// leave the command running, as closing a plain exec's stream does.
     Closed,
 }
+
+#[cfg(test)]
+#[path = "action_tests.rs"]
+mod tests;

@@ -27,7 +27,8 @@ mod reasons;
 mod stopping;
 
 pub use action::{
-    Delivery, DurableAction, DurableFact, PodStep, StepEnd, OWN_STDIO_WAIT_MS, UTILITIES,
+    Delivery, DurableAction, DurableFact, PodStep, StepEnd, StepOutput, OWN_STDIO_WAIT_MS,
+    UTILITIES,
 };
 pub use delivered::{Delivered, DeliveredRuns, LEDGER_NAME};
 pub use machine::{DurableRun, DurableSpec, PING_EVERY_MS};

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::classify::ErrorFacts;
-use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep};
+use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep, StepOutput};
 use crate::text::quoted;
 
 /// `field` of `v` as `W`, or `W::default()` when it is absent (`undefined`
@@ -151,6 +151,21 @@ fn step_name(step: PodStep) -> &'static str {
     }
 }
 
+fn output_name(output: StepOutput) -> &'static str {
+    match output {
+        StepOutput::Caller => "caller",
+        StepOutput::Kept { .. } => "kept",
+        StepOutput::Dropped => "dropped",
+    }
+}
+
+fn kept_bytes(output: StepOutput) -> u64 {
+    match output {
+        StepOutput::Kept { bytes } => bytes,
+        StepOutput::Caller | StepOutput::Dropped => 0,
+    }
+}
+
 /// One action of a durable run, `command` for its statuses' messages:
 /// `{type, ...}` with the fields of [`DurableAction`], camelCase.
 pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
@@ -169,6 +184,8 @@ pub fn durable_action(a: &DurableAction, command: &[String]) -> JsValue {
             kind("exec"),
             ("request", number(u64::from(*request))),
             ("step", text(step_name(*step))),
+            ("output", text(output_name(step.output()))),
+            ("keptBytes", number(kept_bytes(step.output()))),
             ("run", text(run)),
             (
                 "cleanup",
