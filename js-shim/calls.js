@@ -134,8 +134,8 @@ async function runCall(state, spec, attempt, readBack, onLate, rethrowLast = fal
             throw error;
           }
         },
-        file: (action) => {
-          throw new Error(`k8s-auth-preflight: a call asked for a file action ${JSON.stringify(action.type)}`);
+        act: (action) => {
+          throw new Error(`k8s-auth-preflight: a call asked for an action it has none of: ${JSON.stringify(action.type)}`);
         },
       },
       { clock, logger: state.logger, observer: state.options.observer, describeError: state.describeError, stop: stop.signal },

@@ -1,12 +1,13 @@
 'use strict';
-// A durable exec: runs the core's `Durable` machine (src/durable/) for one
-// `exec(...)` call. The machine says which pod step to run and when; this
-// file runs each as an exec (its command built by pod-commands.js), counts
-// the bytes of stdout and stderr it passes on to the caller's streams,
-// watches each open stream (stream-watch.js), reads the pod when asked,
-// and reports what happened. What the caller holds is a stand-in for the
-// WebSocket (`DurableSocket`): it stays open across reattaches and closes
-// after the status is delivered.
+// A durable exec: the core's `Durable` machine (src/durable/) for one
+// `exec(...)` call, run by the shim's one executor (execute.js). What is
+// here are its actions: each pod step run as an exec (its command built by
+// pod-commands.js), with the bytes of stdout and stderr it passes on to the
+// caller's streams counted and each open stream watched (stream-watch.js);
+// the pod read; the ledger's file; and the caller's promise, status and
+// stream. What the caller holds is a stand-in for the WebSocket
+// (`DurableSocket`): it stays open across reattaches and closes after the
+// status is delivered.
 
 const { EventEmitter } = require('node:events');
 const { Writable } = require('node:stream');
@@ -15,10 +16,9 @@ const { podCommand } = require('./pod-commands');
 const { readLedger, appendLedger } = require('./ledger-file');
 const { watchStream } = require('./stream-watch');
 const { withAbortSignal } = require('./host');
+const { execute, Inbox } = require('./execute');
 const core = require('../pkg/k8s_auth_preflight.js');
 
-// setTimeout's own limit; longer waits wake and look again.
-const MAX_TIMER_MS = 0x7fffffff;
 // How often a status waiting for this process's own stdout and stderr to
 // hand what they hold to the OS looks (how long it waits is the core's).
 const OWN_STDIO_POLL_MS = 5;
@@ -122,20 +122,15 @@ function durableExec(machine, io, args) {
     const counts = () => ({ receivedOut: received.out, receivedErr: received.err });
     const errors = new Map();
     const live = new Map();
-    const facts = [];
-    let wake = null;
+    const inbox = new Inbox();
     let settled = false;
     let plainRunning = false;
     let onEnd = null;
     const ended = new Promise((resolve) => {
       onEnd = resolve;
     });
-    const push = (fact) => {
-      facts.push(fact);
-      if (wake) wake();
-    };
-    const socket = new DurableSocket(() => push({ type: 'closed' }));
-    const run = { cancel: (signal) => (push({ type: 'cancel', signal }), ended) };
+    const socket = new DurableSocket(() => inbox.push({ type: 'closed' }));
+    const run = { cancel: (signal) => (inbox.push({ type: 'cancel', signal }), ended) };
     register(run);
 
     const settle = (fn, value) => {
@@ -152,7 +147,7 @@ function durableExec(machine, io, args) {
       }
     };
 
-    const startStep = (action) => {
+    const startStep = (action, push) => {
       const request = action.request;
       // What the step's output is for is the core's to say.
       const forward = action.output === 'caller';
@@ -249,7 +244,7 @@ function durableExec(machine, io, args) {
       });
     };
 
-    const readPod = (action) => {
+    const readPod = (action, push) => {
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), action.timeoutMs);
       Promise.resolve()
@@ -289,95 +284,69 @@ function durableExec(machine, io, args) {
       }
     };
 
-    (async () => {
-      try {
-        for (;;) {
-          const actions = machine.step(clock(), facts.splice(0));
-          let untilMs = null;
-          let idle = false;
-          for (const action of actions) {
-            switch (action.type) {
-              case 'exec':
-                startStep(action);
-                break;
-              case 'readPod':
-                readPod(action);
-                break;
-              case 'readLedger':
-                push({ type: 'ledger', text: readLedger(action.file, action.limit) });
-                break;
-              case 'appendLedger':
-                appendLedger(action.file, action.text);
-                break;
-              case 'resolve':
-                settle(resolvePromise, socket);
-                break;
-              case 'reject':
-                settle(rejectPromise, state.withoutSecrets(errors.get(action.request)));
-                break;
-              case 'plain':
-                runPlain();
-                break;
-              case 'log':
-                state.logger[action.level](action.message);
-                break;
-              case 'deliver':
-                // The output before the status has been written to the
-                // caller's streams, and the status goes, as from the plain
-                // client: never after their write callbacks, which never come
-                // for a caller that ends its stream on the status (tar-fs's
-                // extract() calls its last write back only once ended). Only
-                // this process's own stdout and stderr, when they are the
-                // caller's, are first let hand their queue to the OS: a
-                // reattach delivers its backlog at once, more than a pipe
-                // holds, and a caller that exits on the status (the hooks)
-                // would cut it.
-                await ownStdioFlushed([args.stdout, args.stderr], action.ownStdioWaitMs);
-                deliver(action.status);
-                // The caller has what it waited for; the clean-up goes on
-                // behind it, and a signal now stops nothing.
-                unregister(run);
-                socket._closed();
-                break;
-              case 'wait':
-                untilMs = action.untilMs;
-                break;
-              case 'idle':
-                untilMs = action.untilMs;
-                idle = true;
-                break;
-              case 'done':
-                return;
-              default:
-                throw new Error(`k8s-auth-preflight: a durable exec asked for ${JSON.stringify(action.type)}`);
-            }
-          }
-          if (facts.length > 0) continue;
-          const delay = untilMs === null ? null : Math.min(MAX_TIMER_MS, Math.max(0, untilMs - clock()));
-          await new Promise((resolve) => {
-            const timer = delay === null ? null : setTimeout(() => ((wake = null), resolve()), delay);
-            // An idle wait does not keep the process alive.
-            if (idle && timer) timer.unref();
-            wake = () => {
-              wake = null;
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-        }
-      } finally {
+    // The output before the status has been written to the caller's
+    // streams, and the status goes, as from the plain client: never after
+    // their write callbacks, which never come for a caller that ends its
+    // stream on the status (tar-fs's extract() calls its last write back
+    // only once ended). Only this process's own stdout and stderr, when they
+    // are the caller's, are first let hand their queue to the OS: a
+    // reattach delivers its backlog at once, more than a pipe holds, and a
+    // caller that exits on the status (the hooks) would cut it.
+    const deliverStatus = async (action) => {
+      await ownStdioFlushed([args.stdout, args.stderr], action.ownStdioWaitMs);
+      deliver(action.status);
+      // The caller has what it waited for; the clean-up goes on behind
+      // it, and a signal now stops nothing.
+      unregister(run);
+      socket._closed();
+    };
+
+    // Each action done; only the ledger's read and a delivery give the
+    // executor something back (a fact, and a delivery to await).
+    const act = (action, report) => {
+      switch (action.type) {
+        case 'exec':
+          startStep(action, report);
+          break;
+        case 'readPod':
+          readPod(action, report);
+          break;
+        case 'readLedger':
+          return { type: 'ledger', text: readLedger(action.file, action.limit) };
+        case 'appendLedger':
+          appendLedger(action.file, action.text);
+          break;
+        case 'resolve':
+          settle(resolvePromise, socket);
+          break;
+        case 'reject':
+          settle(rejectPromise, state.withoutSecrets(errors.get(action.request)));
+          break;
+        case 'plain':
+          runPlain();
+          break;
+        case 'deliver':
+          return deliverStatus(action);
+        default:
+          throw new Error(`k8s-auth-preflight: a durable exec asked for ${JSON.stringify(action.type)}`);
+      }
+      return undefined;
+    };
+
+    execute(machine, { act }, { clock, logger: state.logger, inbox })
+      .finally(() => {
         for (const close of live.values()) close();
         live.clear();
         machine.free();
         unregister(run);
         if (!plainRunning) socket._closed();
         onEnd();
-      }
-    })().catch((error) => {
-      // A bug of ours, never a lost verdict: the caller hears of it.
-      if (!settled) settle(rejectPromise, error);
-      else deliver({ metadata: {}, status: 'Failure', reason: 'InternalError', message: `k8s-auth-preflight: ${error && error.message}` });
-    });
+      })
+      .catch((error) => {
+        // A bug of ours, never a lost verdict: the caller hears of it.
+        if (!settled) settle(rejectPromise, error);
+        else deliver({ metadata: {}, status: 'Failure', reason: 'InternalError', message: `k8s-auth-preflight: ${error && error.message}` });
+      });
   });
 }
 

@@ -1,11 +1,13 @@
 'use strict';
-// The executor: the one loop of the shim. It hands the core's machine the
-// facts it owes, takes the actions the machine returns, and does them:
-// file actions at once (their facts go into the next step), logs to the
-// logger, requests started (each with an AbortController that really aborts
-// it at its timeout; its result is a fact whenever it settles), waits slept
-// until the machine's time or until a request settles. When the machine is
-// done, whatever is still in flight is aborted. It decides nothing.
+// The executor: the one loop of the shim, for every machine of the core
+// (the check, a call, a durable exec). It hands the machine the facts it
+// owes, takes the actions the machine returns, and does them: requests
+// started (each with an AbortController that really aborts it at its
+// timeout; its result is a fact whenever it settles), logs to the logger,
+// waits slept until the machine's time or until a fact arrives, and every
+// other action handed to the host's `act`, whose facts come back at once or
+// later. When the machine is done, whatever request is still in flight is
+// aborted. It decides nothing.
 
 const { errorFacts } = require('./facts');
 
@@ -15,11 +17,33 @@ const plainFacts = (error, timedOut) => errorFacts(error, { timedOut });
 // setTimeout's own limit (a signed 32-bit count of ms); longer waits poll again.
 const MAX_TIMER_MS = 0x7fffffff;
 
+/** Facts that arrive between steps (a request settled, a stream's event, the host's own news), and the wake of a sleeping loop. */
+class Inbox {
+  constructor() {
+    this.facts = [];
+    this.wake = null;
+  }
+
+  push(fact) {
+    this.facts.push(fact);
+    if (this.wake) this.wake();
+  }
+
+  take() {
+    return this.facts.splice(0);
+  }
+}
+
 /**
- * @param machine   a wasm `Check` or `Call`: `step(nowMs, facts) -> actions`
- * @param io.send   (action, signal) => Promise<result>, result as the core takes it
- * @param io.file   (action) => fact, for every action that is not send, log, wait or done
- * @param clock     () => epoch ms
+ * @param machine   a wasm `Check`, `Call` or `Durable`: `step(nowMs, facts) -> actions`
+ * @param io.send   optional (action, signal) => Promise<result>, result as
+ *                  the core takes it, for `send` actions
+ * @param io.act    (action, report) => fact | undefined | Promise of either,
+ *                  for every action that is not send, log, wait, idle or
+ *                  done: does it; its fact goes into the next step, and a
+ *                  promise is awaited before the next action; `report(fact)`
+ *                  hands in a fact later (a stream's events)
+ * @param clock     () => ms
  * @param logger    { debug, info, warning, error }
  * @param observer  optional (event) => void, for tests and the demo timeline
  * @param describeError  optional (error, timedOut) => error facts; the
@@ -28,13 +52,16 @@ const MAX_TIMER_MS = 0x7fffffff;
  *                  own signal fired); the loop ends at once with `null`
  * @param first     optional: the machine's first actions, already returned
  *                  with it (the first `step` is then not made)
+ * @param inbox     optional Inbox: facts the host hands in of its own
+ *                  accord (a signal, the caller closing a stream)
  * @returns the outcome of the `done` action, or null when stopped
  */
-async function execute(machine, io, { clock, logger, observer, describeError = plainFacts, stop, first }) {
+async function execute(machine, io, { clock, logger, observer, describeError = plainFacts, stop, first, inbox = new Inbox() }) {
   const inFlight = new Set();
-  const settled = [];
   let finished = false;
-  let wake = null;
+  const report = (fact) => {
+    if (!finished) inbox.push(fact);
+  };
   // An observer is for tests and timelines: if it throws, the check goes on.
   const observe = (event) => {
     if (!observer) return;
@@ -65,8 +92,7 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
       // aborted requests have nowhere to go.
       if (finished) return;
       observe({ type: 'result', atMs: clock(), probe: action.probe, attempt: action.attempt, result });
-      settled.push({ type: 'response', probe: action.probe, attempt: action.attempt, result });
-      if (wake) wake();
+      inbox.push({ type: 'response', probe: action.probe, attempt: action.attempt, result });
     };
     let promise;
     try {
@@ -81,7 +107,7 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
   };
 
   const onStop = () => {
-    if (wake) wake();
+    if (inbox.wake) inbox.wake();
   };
   if (stop) stop.addEventListener('abort', onStop, { once: true });
   try {
@@ -93,6 +119,7 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
       given = null;
       facts = [];
       let untilMs = null;
+      let idle = false;
       for (const action of actions) {
         observe({ ...action, atMs: clock() });
         switch (action.type) {
@@ -105,32 +132,41 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
           case 'wait':
             untilMs = action.untilMs;
             break;
+          case 'idle':
+            // A wait that does not keep the process alive.
+            untilMs = action.untilMs;
+            idle = true;
+            break;
           case 'done':
             return action.outcome;
-          default:
-            facts.push(io.file(action));
+          default: {
+            let fact = io.act(action, report);
+            if (fact && typeof fact.then === 'function') fact = await fact;
+            if (fact) facts.push(fact);
+          }
         }
       }
-      if (facts.length === 0 && settled.length === 0) {
+      if (facts.length === 0 && inbox.facts.length === 0) {
         if (stop && stop.aborted) return null;
-        // `untilMs` null: until a request settles, however long.
+        // `untilMs` null: until a fact arrives, however long.
         const delay = untilMs === null ? null : Math.min(MAX_TIMER_MS, Math.max(0, untilMs - clock()));
         await new Promise((resolve) => {
           const timer =
             delay === null
               ? null
               : setTimeout(() => {
-                  wake = null;
+                  inbox.wake = null;
                   resolve();
                 }, delay);
-          wake = () => {
-            wake = null;
+          if (idle && timer) timer.unref();
+          inbox.wake = () => {
+            inbox.wake = null;
             clearTimeout(timer);
             resolve();
           };
         });
       }
-      facts.push(...settled.splice(0));
+      facts.push(...inbox.take());
     }
   } finally {
     if (stop) stop.removeEventListener('abort', onStop);
@@ -142,4 +178,4 @@ async function execute(machine, io, { clock, logger, observer, describeError = p
   }
 }
 
-module.exports = { execute };
+module.exports = { execute, Inbox };

@@ -72,7 +72,7 @@ function createAuthPreflight(options) {
         check,
         {
           send: (action, signal) => review(client(), action, signal, redactText),
-          file: performFileAction,
+          act: performFileAction,
         },
         { clock, logger, observer: options.observer, describeError, first },
       );
