@@ -2,7 +2,8 @@
 //!
 //! Files, one concept each: the run's state, the facts it takes in, its
 //! next action and the steps it sends (this file); what each end of a step
-//! means (`step_ends.rs`); how the run ends: delivered, failed, rejected or
+//! means (`step_ends.rs`); time without a connection, and its limit
+//! (`disconnection.rs`); how the run ends: delivered, failed, rejected or
 //! run plainly (`outcome.rs`); stopping the command when the hook process
 //! is stopped (`cancel.rs`). The tests are in `tests/`, by topic.
 
@@ -11,16 +12,19 @@ use std::time::Duration;
 
 use super::action::{DurableAction, DurableFact, PodStep};
 use super::delivered::{Delivered, LEDGER_LIMIT};
-use super::messages;
 use crate::config::Settings;
 use crate::millis;
 use crate::protocol::Level;
 use crate::random::RandomSource;
-use crate::retry::{Line, RequestNumbers};
+use crate::retry::RequestNumbers;
 use crate::schedule::Backoff;
 use cancel::KILL_ATTEMPT_MS;
+use disconnection::Disconnection;
+#[cfg(test)]
+use disconnection::HELD_MS;
 
 mod cancel;
+mod disconnection;
 mod outcome;
 mod step_ends;
 #[cfg(test)]
@@ -69,27 +73,6 @@ enum Phase {
     Over,
 }
 
-/// Time without a connection, from when it was lost.
-#[derive(Debug, Clone)]
-struct Disconnection {
-    since_ms: u64,
-    line: Line,
-    /// Whether nothing more is to be said of it (the run's first
-    /// connection is no reattach; a reattach is said once).
-    warned: bool,
-    /// Whether the cut was told (the run's first connection is no cut).
-    told: bool,
-    /// When a stream opened again, and the bytes received by then. A stream
-    /// that holds (for [`HELD_MS`], or brings output) ends the
-    /// disconnection; one cut again at once does not: its line, its backoff
-    /// and its time go on, and nothing is said again.
-    reattached: Option<(u64, (u64, u64))>,
-}
-
-/// How long a stream that opened again must hold, with no output, to count
-/// as a connection: a round of pings.
-const HELD_MS: u64 = PING_EVERY_MS;
-
 /// One durable exec. Feed it facts with [`DurableRun::on_fact`] and take
 /// actions from [`DurableRun::poll`] until `Done`.
 #[derive(Debug, Clone)]
@@ -99,7 +82,6 @@ pub struct DurableRun {
     connect_timeout_ms: u64,
     setup_timeout_ms: u64,
     pong_deadline_ms: u64,
-    limit_ms: u64,
     backoff: Backoff,
     retry_after_limit: Duration,
     random: RandomSource,
@@ -196,7 +178,6 @@ impl DurableRun {
             connect_timeout_ms: millis(settings.request_timeout),
             setup_timeout_ms: millis(calls.request_timeout),
             pong_deadline_ms: millis(calls.pong_deadline),
-            limit_ms: millis(calls.disconnect_limit),
             backoff,
             retry_after_limit: settings.max_retry_after,
             random,
@@ -216,13 +197,7 @@ impl DurableRun {
             cancelled_by: None,
             setup_timeouts: 0,
             // Until the first stream opens, the run has no connection.
-            disconnected: Some(Disconnection {
-                since_ms: now_ms,
-                line: Line::new(backoff, now_ms),
-                warned: true,
-                told: false,
-                reattached: None,
-            }),
+            disconnected: Some(Disconnection::before_first(backoff, now_ms)),
             received: (0, 0),
             queue: VecDeque::new(),
             delivered,
@@ -353,14 +328,6 @@ impl DurableRun {
         }
     }
 
-    fn limit_at(&self) -> Option<u64> {
-        let d = self.disconnected.as_ref()?;
-        if d.reattached.is_some() {
-            return None;
-        }
-        Some(d.since_ms.saturating_add(self.limit_ms))
-    }
-
     fn step_of(&self, request: u32) -> Option<PodStep> {
         match self.in_flight {
             Some((r, step)) if r == request => Some(step),
@@ -419,16 +386,7 @@ impl DurableRun {
                 let line = self.delivered.borrow_mut().cleaned(&cleaning);
                 self.append(line);
             }
-            let received = self.received;
-            if let Some(d) = &mut self.disconnected {
-                d.reattached = Some((now_ms, received));
-                if !d.warned {
-                    d.warned = true;
-                    let after = now_ms.saturating_sub(d.since_ms);
-                    let line = messages::reattached(&self.pod, after);
-                    self.log(Level::Info, line);
-                }
-            }
+            self.reopened(now_ms);
         }
         // An attach that opens found nothing yet: the run's record is
         // known only when it ends well or with NoRecord.

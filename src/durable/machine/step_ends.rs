@@ -1,16 +1,12 @@
 //! What each end of a step means: a step's stream that ended (with the
 //! status its reader exited with, and what a finish printed), a set-up
-//! that failed, the pod read after an answer, a lost connection and the
-//! attempts after it, and the limit of the time without one.
+//! that failed, and the pod read after an answer.
 
-use super::{Disconnection, DurableRun, Phase, HELD_MS};
+use super::{DurableRun, Phase};
 use crate::classify::{classify, describe_answer, Class, ErrorFacts};
 use crate::durable::action::{Delivery, DurableAction, PodStep, StepEnd};
 use crate::durable::messages;
 use crate::failure_stage::{with_upgrade_status, FailureStage};
-use crate::millis;
-use crate::protocol::Level;
-use crate::retry::Line;
 
 // Starts that failed and were looked for in vain this many times, while
 // the apiserver answered the looks: the start itself is refused (its URL,
@@ -241,69 +237,6 @@ impl DurableRun {
             let phase = phase.unwrap_or("unknown");
             self.fail("PodNotRunning", messages::pod_not_running(&self.pod, phase));
         }
-    }
-
-    /// The connection is lost (or a step broke): try again, at once the
-    /// first time, then on the line's backoff, until the time without a
-    /// connection reaches its limit.
-    fn lost(&mut self, now_ms: u64, why: &str, class: Class) {
-        if self.phase == Phase::Over {
-            return;
-        }
-        let step = match self.phase {
-            Phase::Finishing => PodStep::Finish,
-            _ if self.claimed => PodStep::Attach,
-            // A start may have run: look for it before another is made.
-            _ if self.may_have_started => PodStep::Look,
-            _ => PodStep::Start,
-        };
-        if self.last_error.is_empty() || !why.is_empty() {
-            self.last_error = why.to_string();
-        }
-        let received = self.received;
-        let held = self
-            .disconnected
-            .as_ref()
-            .and_then(|d| d.reattached)
-            .is_some_and(|(at, bytes)| now_ms.saturating_sub(at) >= HELD_MS || bytes != received);
-        if held {
-            self.disconnected = None;
-        }
-        match &mut self.disconnected {
-            None => {
-                self.disconnected = Some(Disconnection {
-                    since_ms: now_ms,
-                    line: Line::new(self.backoff, now_ms),
-                    warned: false,
-                    told: true,
-                    reattached: None,
-                });
-                self.log(Level::Warning, messages::cut(&self.pod, why));
-                self.next = Some((step, now_ms));
-            }
-            Some(d) => {
-                d.reattached = None;
-                let tell = !d.told;
-                d.told = true;
-                match d.line.next_delay(&class, now_ms, &mut self.random) {
-                    Some(delay) => self.next = Some((step, now_ms.saturating_add(millis(delay)))),
-                    None => self.give_up(),
-                }
-                if tell {
-                    self.log(Level::Warning, messages::cut(&self.pod, why));
-                }
-            }
-        }
-    }
-
-    pub(super) fn give_up(&mut self) {
-        let message = messages::gave_up(
-            &self.pod,
-            self.limit_ms,
-            &self.last_error,
-            self.may_have_started,
-        );
-        self.fail("StreamLost", message);
     }
 }
 
