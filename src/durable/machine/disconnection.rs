@@ -5,7 +5,7 @@
 //! ([`Line::deadline_ms`]): the line's schedule starts no attempt past it,
 //! and [`DurableRun::poll`] gives up when it comes with a step still out.
 
-use super::{DurableRun, Phase, PING_EVERY_MS};
+use super::{Claim, DurableRun, State, PING_EVERY_MS};
 use crate::classify::Class;
 use crate::durable::action::PodStep;
 use crate::durable::messages;
@@ -92,15 +92,15 @@ impl DurableRun {
     /// first time, then on the line's backoff, until the time without a
     /// connection reaches its limit.
     pub(super) fn lost(&mut self, now_ms: u64, why: &str, class: Class) {
-        if self.phase == Phase::Over {
+        if self.state == State::Over {
             return;
         }
-        let step = match self.phase {
-            Phase::Finishing => PodStep::Finish,
-            _ if self.claimed => PodStep::Attach,
+        let step = match (&self.state, self.claim) {
+            (State::Finishing { .. }, _) => PodStep::Finish,
+            (_, Claim::Claimed) => PodStep::Attach,
             // A start may have run: look for it before another is made.
-            _ if self.may_have_started => PodStep::Look,
-            _ => PodStep::Start,
+            (_, Claim::Maybe { .. }) => PodStep::Look,
+            (_, Claim::NotStarted) => PodStep::Start,
         };
         if self.last_error.is_empty() || !why.is_empty() {
             self.last_error = why.to_string();
@@ -140,7 +140,7 @@ impl DurableRun {
             &self.pod,
             millis(self.backoff.deadline),
             &self.last_error,
-            self.may_have_started,
+            self.claim.may_have_started(),
         );
         self.fail("StreamLost", message);
     }
