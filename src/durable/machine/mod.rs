@@ -269,9 +269,10 @@ impl DurableRun {
             State::ReadingLedger => return DurableAction::Wait { until_ms: None },
             _ => {}
         }
+        // (Stopping the command ends the disconnection: a kill has its own
+        // window.)
         let limit_at = self.limit_at();
-        let killing = matches!(self.state, State::Killing { .. });
-        if limit_at.is_some_and(|at| now_ms >= at) && !killing {
+        if limit_at.is_some_and(|at| now_ms >= at) {
             self.give_up();
             return self.poll(now_ms);
         }
