@@ -3,7 +3,8 @@
 //!
 //! The limit is kept once, as the deadline of the disconnection's line
 //! ([`Line::deadline_ms`]): the line's schedule starts no attempt past it,
-//! and [`DurableRun::poll`] gives up when it comes with a step still out.
+//! and [`DurableRun::poll`] gives up when it comes before a connection
+//! (most often with a step still out).
 
 use super::{Claim, DurableRun, State, PING_EVERY_MS};
 use crate::classify::Class;
