@@ -2,7 +2,7 @@
 //! fact): a kill step, tried again within a window, and the `Cancelled`
 //! status the run ends with.
 
-use super::{DurableRun, Phase};
+use super::{DurableRun, State};
 use crate::durable::action::{Delivery, DurableAction, PodStep};
 use crate::durable::messages;
 use crate::protocol::Level;
@@ -17,21 +17,25 @@ const KILL_PAUSE_MS: u64 = 250;
 impl DurableRun {
     pub(super) fn cancel(&mut self, now_ms: u64, signal: &str) {
         // After the delivery there is nothing to stop.
-        if matches!(self.phase, Phase::Killing | Phase::Cleaning | Phase::Over) {
+        if matches!(
+            self.state,
+            State::Killing { .. } | State::Cleaning | State::Over
+        ) {
             return;
         }
-        self.cancelled_by = Some(signal.to_string());
         // A start still out may yet reach the pod: the kill claims the run
         // first, so a start that arrives after it starts nothing.
         let start_out = matches!(self.in_flight, Some((_, PodStep::Start)));
-        if !self.may_have_started && !start_out {
-            return self.cancelled(true, "");
+        if !self.claim.may_have_started() && !start_out {
+            return self.cancelled(signal, true, "");
         }
-        self.may_have_started = true;
+        self.claim.start_may_have_reached(None);
         self.log(Level::Warning, messages::stopping(&self.pod, signal));
-        self.phase = Phase::Killing;
+        self.state = State::Killing {
+            until_ms: now_ms.saturating_add(KILL_WINDOW_MS),
+            signal: signal.to_string(),
+        };
         self.disconnected = None;
-        self.kill_until_ms = Some(now_ms.saturating_add(KILL_WINDOW_MS));
         // The stream that is open stays open; the kill goes beside it.
         self.in_flight = None;
         self.next = Some((PodStep::Kill, 0));
@@ -41,22 +45,30 @@ impl DurableRun {
     /// window lasts; then the run ends saying the command may be running.
     pub(super) fn kill_again(&mut self, now_ms: u64, why: &str) {
         let at = now_ms.saturating_add(KILL_PAUSE_MS);
-        if self.kill_until_ms.is_some_and(|until| at < until) {
+        if matches!(self.state, State::Killing { until_ms, .. } if at < until_ms) {
             self.next = Some((PodStep::Kill, at));
         } else {
             self.log(Level::Warning, messages::not_stopped(&self.pod, why));
-            self.cancelled(false, why);
+            self.killed(false, why);
         }
     }
 
-    /// The run ends stopped by a signal: a host that lives on gets a
+    /// A kill ended: `stopped` when it got through.
+    pub(super) fn killed(&mut self, stopped: bool, why: &str) {
+        let signal = match &self.state {
+            State::Killing { signal, .. } => signal.clone(),
+            _ => String::new(),
+        };
+        self.cancelled(&signal, stopped, why);
+    }
+
+    /// The run ends stopped by `signal`: a host that lives on gets a
     /// status that says so (most end with the signal first).
-    pub(super) fn cancelled(&mut self, stopped: bool, why: &str) {
-        let signal = self.cancelled_by.clone().unwrap_or_default();
-        let message = if !self.may_have_started {
-            messages::cancelled_before_start(&self.pod, &signal)
+    fn cancelled(&mut self, signal: &str, stopped: bool, why: &str) {
+        let message = if !self.claim.may_have_started() {
+            messages::cancelled_before_start(&self.pod, signal)
         } else if stopped {
-            messages::cancelled(&self.pod, &signal)
+            messages::cancelled(&self.pod, signal)
         } else {
             messages::not_stopped(&self.pod, why)
         };

@@ -1,8 +1,10 @@
 //! The machine of one durable exec ([`DurableRun`]).
 //!
-//! Files, one concept each: the run's state, the facts it takes in, its
-//! next action and the steps it sends (this file); what each end of a step
-//! means (`step_ends.rs`); how the run ends: delivered, failed, rejected or
+//! Files, one concept each: the run, the facts it takes in, its next
+//! action and the steps it sends (this file); where the run is and what
+//! is known of its record in the pod (`state.rs`); what each end of a step
+//! means (`step_ends.rs`); time without a connection, and its limit
+//! (`disconnection.rs`); how the run ends: delivered, failed, rejected or
 //! run plainly (`outcome.rs`); stopping the command when the hook process
 //! is stopped (`cancel.rs`). The tests are in `tests/`, by topic.
 
@@ -11,17 +13,22 @@ use std::time::Duration;
 
 use super::action::{DurableAction, DurableFact, PodStep};
 use super::delivered::{Delivered, LEDGER_LIMIT};
-use super::messages;
 use crate::config::Settings;
 use crate::millis;
 use crate::protocol::Level;
 use crate::random::RandomSource;
-use crate::retry::{Line, RequestNumbers};
+use crate::retry::RequestNumbers;
 use crate::schedule::Backoff;
 use cancel::KILL_ATTEMPT_MS;
+use disconnection::Disconnection;
+#[cfg(test)]
+use disconnection::HELD_MS;
+use state::{Claim, State};
 
 mod cancel;
+mod disconnection;
 mod outcome;
+mod state;
 mod step_ends;
 #[cfg(test)]
 mod tests;
@@ -55,41 +62,6 @@ pub const MAX_COMMAND_BYTES: usize = 5_120;
 // a line whose steps keep failing at once.
 const MAX_ATTEMPTS: u32 = 10_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Starting or attached: the command's output is being read.
-    Running,
-    /// The command ended: its exit code is being read.
-    Finishing,
-    /// Its code is known: the run's folder is being removed.
-    Cleaning,
-    /// The hook process is being stopped: so is the command.
-    Killing,
-    /// Nothing more to do.
-    Over,
-}
-
-/// Time without a connection, from when it was lost.
-#[derive(Debug, Clone)]
-struct Disconnection {
-    since_ms: u64,
-    line: Line,
-    /// Whether nothing more is to be said of it (the run's first
-    /// connection is no reattach; a reattach is said once).
-    warned: bool,
-    /// Whether the cut was told (the run's first connection is no cut).
-    told: bool,
-    /// When a stream opened again, and the bytes received by then. A stream
-    /// that holds (for [`HELD_MS`], or brings output) ends the
-    /// disconnection; one cut again at once does not: its line, its backoff
-    /// and its time go on, and nothing is said again.
-    reattached: Option<(u64, (u64, u64))>,
-}
-
-/// How long a stream that opened again must hold, with no output, to count
-/// as a connection: a round of pings.
-const HELD_MS: u64 = PING_EVERY_MS;
-
 /// One durable exec. Feed it facts with [`DurableRun::on_fact`] and take
 /// actions from [`DurableRun::poll`] until `Done`.
 #[derive(Debug, Clone)]
@@ -99,53 +71,39 @@ pub struct DurableRun {
     connect_timeout_ms: u64,
     setup_timeout_ms: u64,
     pong_deadline_ms: u64,
-    limit_ms: u64,
     backoff: Backoff,
     retry_after_limit: Duration,
     random: RandomSource,
     numbers: RequestNumbers,
-    phase: Phase,
+    state: State,
+    claim: Claim,
     /// The step whose exec is out, and its request.
     in_flight: Option<(u32, PodStep)>,
     pod_read: Option<u32>,
     /// The step to make next, and when.
     next: Option<(PodStep, u64)>,
-    /// The run is known to be claimed: a start step's stream opened (its
-    /// script claims at once), or a look found the run.
-    claimed: bool,
-    /// A start may have reached the pod: the next try attaches first.
-    may_have_started: bool,
     /// The caller's promise was resolved.
     resolved: bool,
-    /// A start answered with a final 4xx: the caller's error, unless an
-    /// attach finds the run.
-    final_start_error: Option<u32>,
     last_failed: Option<u32>,
     last_error: String,
-    /// The status of a start or an attach that a finish step confirms.
-    confirm: Option<i64>,
-    /// Until when a kill is tried, once the process is being stopped.
-    kill_until_ms: Option<u64>,
-    /// The signal that stops the run.
-    cancelled_by: Option<String>,
     /// Set-ups of looks, attaches and finishes that timed out in a row:
     /// each next one waits twice as long (a blip that swallowed one upgrade
     /// answer costs one short wait; a slow but healthy apiserver still gets
     /// the whole time).
     setup_timeouts: u32,
+    /// Time without a connection, in any state that makes attempts: it
+    /// goes on from finishing back to running.
     disconnected: Option<Disconnection>,
     /// The bytes of stdout and stderr the host has passed on, as its last
     /// report said.
     received: (u64, u64),
     queue: VecDeque<DurableAction>,
     delivered: Delivered,
-    /// The delivered runs the start out now cleans up.
-    cleaning: Vec<String>,
-    /// The ledger of delivered runs is being read: no start before it is.
-    reading_ledger: bool,
-    /// Starts that failed and that a look then found never claimed.
+    /// Starts that failed and that a look then found never claimed, over
+    /// the whole run.
     starts_refused: u32,
-    /// Finish steps whose status was none a finish gives.
+    /// Finish steps whose status was none a finish gives, over the whole
+    /// run: a reattach between them does not start the count again.
     finishes_unread: u32,
 }
 
@@ -196,38 +154,26 @@ impl DurableRun {
             connect_timeout_ms: millis(settings.request_timeout),
             setup_timeout_ms: millis(calls.request_timeout),
             pong_deadline_ms: millis(calls.pong_deadline),
-            limit_ms: millis(calls.disconnect_limit),
             backoff,
             retry_after_limit: settings.max_retry_after,
             random,
             numbers: RequestNumbers::default(),
-            phase: Phase::Running,
+            state: State::Running {
+                start_cleans: Vec::new(),
+            },
+            claim: Claim::NotStarted,
             in_flight: None,
             pod_read: None,
             next: Some((PodStep::Start, now_ms)),
-            claimed: false,
-            may_have_started: false,
             resolved: false,
-            final_start_error: None,
             last_failed: None,
             last_error: String::new(),
-            confirm: None,
-            kill_until_ms: None,
-            cancelled_by: None,
             setup_timeouts: 0,
             // Until the first stream opens, the run has no connection.
-            disconnected: Some(Disconnection {
-                since_ms: now_ms,
-                line: Line::new(backoff, now_ms),
-                warned: true,
-                told: false,
-                reattached: None,
-            }),
+            disconnected: Some(Disconnection::before_first(backoff, now_ms)),
             received: (0, 0),
             queue: VecDeque::new(),
             delivered,
-            cleaning: Vec::new(),
-            reading_ledger: false,
             starts_refused: 0,
             finishes_unread: 0,
         }
@@ -237,7 +183,7 @@ impl DurableRun {
     fn reading_the_ledger(mut self) -> DurableRun {
         let file = self.delivered.borrow_mut().ledger_to_read();
         if let Some(file) = file {
-            self.reading_ledger = true;
+            self.state = State::ReadingLedger;
             self.queue.push_back(DurableAction::ReadLedger {
                 file,
                 limit: LEDGER_LIMIT,
@@ -254,7 +200,7 @@ impl DurableRun {
     /// Takes in one fact. A fact about a request that is not out (a late
     /// report, a stream replaced) is ignored.
     pub fn on_fact(&mut self, now_ms: u64, fact: DurableFact) {
-        if self.phase == Phase::Over {
+        if self.state == State::Over {
             return;
         }
         match fact {
@@ -301,8 +247,10 @@ impl DurableRun {
                 }
             }
             DurableFact::Ledger { text } => {
-                if self.reading_ledger {
-                    self.reading_ledger = false;
+                if self.state == State::ReadingLedger {
+                    self.state = State::Running {
+                        start_cleans: Vec::new(),
+                    };
                     self.delivered.borrow_mut().take_ledger(text.as_deref());
                 }
             }
@@ -316,21 +264,22 @@ impl DurableRun {
         if let Some(action) = self.queue.pop_front() {
             return action;
         }
-        if self.phase == Phase::Over {
-            return DurableAction::Done;
+        match self.state {
+            State::Over => return DurableAction::Done,
+            State::ReadingLedger => return DurableAction::Wait { until_ms: None },
+            _ => {}
         }
-        if self.reading_ledger {
-            return DurableAction::Wait { until_ms: None };
-        }
+        // (Stopping the command ends the disconnection: a kill has its own
+        // window.)
         let limit_at = self.limit_at();
-        if limit_at.is_some_and(|at| now_ms >= at) && self.phase != Phase::Killing {
+        if limit_at.is_some_and(|at| now_ms >= at) {
             self.give_up();
             return self.poll(now_ms);
         }
         if self.in_flight.is_some() {
             return DurableAction::Wait { until_ms: limit_at };
         }
-        if let (Phase::Cleaning, Some((PodStep::Cleanup, at))) = (self.phase, self.next) {
+        if let (State::Cleaning, Some((PodStep::Cleanup, at))) = (&self.state, self.next) {
             if !self.delivered.borrow().holds(&self.run) {
                 // Another start removed its files.
                 self.next = None;
@@ -351,14 +300,6 @@ impl DurableRun {
             },
             None => DurableAction::Wait { until_ms: limit_at },
         }
-    }
-
-    fn limit_at(&self) -> Option<u64> {
-        let d = self.disconnected.as_ref()?;
-        if d.reattached.is_some() {
-            return None;
-        }
-        Some(d.since_ms.saturating_add(self.limit_ms))
     }
 
     fn step_of(&self, request: u32) -> Option<PodStep> {
@@ -388,18 +329,21 @@ impl DurableRun {
                 )
             }
         };
-        self.cleaning = if step == PodStep::Start {
+        let cleanup = if step == PodStep::Start {
             self.delivered
                 .borrow()
                 .of_pod(&self.pod, CLEANUPS_PER_START)
         } else {
             Vec::new()
         };
+        if let State::Running { start_cleans } = &mut self.state {
+            start_cleans.clone_from(&cleanup);
+        }
         DurableAction::Exec {
             request,
             step,
             run: self.run.clone(),
-            cleanup: self.cleaning.clone(),
+            cleanup,
             connect_timeout_ms,
             setup_timeout_ms,
             ping_every_ms: PING_EVERY_MS,
@@ -412,23 +356,15 @@ impl DurableRun {
         if matches!(step, PodStep::Start | PodStep::Attach | PodStep::Finish) {
             // (A look's stream says nothing yet: it is over in a moment.)
             if step == PodStep::Start {
-                self.claimed = true;
-                self.may_have_started = true;
-                // Its script cleans them up first thing.
-                let cleaning = std::mem::take(&mut self.cleaning);
-                let line = self.delivered.borrow_mut().cleaned(&cleaning);
+                self.claim = Claim::Claimed;
+                let cleaned = match &mut self.state {
+                    State::Running { start_cleans } => std::mem::take(start_cleans),
+                    _ => Vec::new(),
+                };
+                let line = self.delivered.borrow_mut().cleaned(&cleaned);
                 self.append(line);
             }
-            let received = self.received;
-            if let Some(d) = &mut self.disconnected {
-                d.reattached = Some((now_ms, received));
-                if !d.warned {
-                    d.warned = true;
-                    let after = now_ms.saturating_sub(d.since_ms);
-                    let line = messages::reattached(&self.pod, after);
-                    self.log(Level::Info, line);
-                }
-            }
+            self.reopened(now_ms);
         }
         // An attach that opens found nothing yet: the run's record is
         // known only when it ends well or with NoRecord.

@@ -2,7 +2,7 @@
 //! failure delivered or the set-up's error given, or the command run as a
 //! plain exec.
 
-use super::{DurableRun, Phase};
+use super::{DurableRun, State};
 use crate::durable::action::{Delivery, DurableAction, PodStep};
 use crate::durable::messages;
 use crate::protocol::Level;
@@ -23,7 +23,7 @@ impl DurableRun {
         let line = self.delivered.borrow_mut().delivered(&self.pod, &self.run);
         self.append(line);
         self.queue.push_back(DurableAction::Deliver { delivery });
-        self.phase = Phase::Cleaning;
+        self.state = State::Cleaning;
         self.disconnected = None;
         self.next = Some((PodStep::Cleanup, now_ms.saturating_add(CLEANUP_AFTER_MS)));
     }
@@ -35,13 +35,13 @@ impl DurableRun {
 
     /// The command runs as a plain exec: it was not started.
     pub(super) fn plain(&mut self) {
-        self.phase = Phase::Over;
+        self.state = State::Over;
         self.queue.push_back(DurableAction::Plain);
         self.queue.push_back(DurableAction::Done);
     }
 
     pub(super) fn reject(&mut self, request: u32) {
-        self.phase = Phase::Over;
+        self.state = State::Over;
         self.queue.push_back(DurableAction::Reject { request });
         self.queue.push_back(DurableAction::Done);
     }
@@ -69,7 +69,7 @@ impl DurableRun {
     }
 
     pub(super) fn finish_with(&mut self, delivery: Option<Delivery>) {
-        self.phase = Phase::Over;
+        self.state = State::Over;
         if let Some(delivery) = delivery {
             self.queue.push_back(DurableAction::Deliver { delivery });
         }

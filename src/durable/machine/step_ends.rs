@@ -1,16 +1,12 @@
 //! What each end of a step means: a step's stream that ended (with the
 //! status its reader exited with, and what a finish printed), a set-up
-//! that failed, the pod read after an answer, a lost connection and the
-//! attempts after it, and the limit of the time without one.
+//! that failed, and the pod read after an answer.
 
-use super::{Disconnection, DurableRun, Phase, HELD_MS};
+use super::{Claim, DurableRun, State};
 use crate::classify::{classify, describe_answer, Class, ErrorFacts};
 use crate::durable::action::{Delivery, DurableAction, PodStep, StepEnd};
 use crate::durable::messages;
 use crate::failure_stage::{with_upgrade_status, FailureStage};
-use crate::millis;
-use crate::protocol::Level;
-use crate::retry::Line;
 
 // Starts that failed and were looked for in vain this many times, while
 // the apiserver answered the looks: the start itself is refused (its URL,
@@ -43,10 +39,10 @@ impl DurableRun {
             }
             // Claimed by the kill itself: nothing was started, nor will be.
             (PodStep::Kill, Some(StepEnd::NoRecord)) => {
-                self.may_have_started = false;
-                self.cancelled(true, "")
+                self.claim = Claim::NotStarted;
+                self.killed(true, "")
             }
-            (PodStep::Kill, Some(_)) => self.cancelled(true, ""),
+            (PodStep::Kill, Some(_)) => self.killed(true, ""),
             (PodStep::Kill, None) => self.kill_again(now_ms, why),
             // Every step stops at its first line in a container whose
             // environment sets one of the pod program's names, so nothing
@@ -60,20 +56,20 @@ impl DurableRun {
             }
             // One of our statuses, or the command's: the finish step says.
             (PodStep::Start | PodStep::Attach, Some(_)) => {
-                self.confirm = exit_code;
-                self.phase = Phase::Finishing;
+                self.state = State::Finishing { confirm: exit_code };
                 self.next = Some((PodStep::Finish, now_ms));
             }
             (PodStep::Look, Some(StepEnd::Code(0))) => {
-                self.claimed = true;
+                self.claim = Claim::Claimed;
                 self.disconnected = None;
                 self.next = Some((PodStep::Attach, now_ms));
             }
             (PodStep::Look, Some(StepEnd::NoRecord)) => {
                 // Never claimed: no start reached the pod, so one may be made.
-                self.may_have_started = false;
+                let final_error = self.claim.final_error();
+                self.claim = Claim::NotStarted;
                 self.starts_refused += 1;
-                match self.final_start_error {
+                match final_error {
                     Some(request) => self.reject(request),
                     None if self.starts_refused >= STARTS_REFUSED => {
                         let what = format!(
@@ -104,9 +100,9 @@ impl DurableRun {
                 }
                 None => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),
             },
-            (PodStep::Finish, Some(StepEnd::NoRecord)) => self.no_record_after(self.confirm),
+            (PodStep::Finish, Some(StepEnd::NoRecord)) => self.no_record_after(self.confirmed()),
             // Not done: what the start or the attach ended with says why.
-            (PodStep::Finish, Some(StepEnd::Broke)) => match self.confirm.map(StepEnd::of) {
+            (PodStep::Finish, Some(StepEnd::Broke)) => match self.confirmed().map(StepEnd::of) {
                 // Never will be.
                 Some(StepEnd::WatcherGone) => {
                     self.fail("ExitCodeLost", messages::watcher_gone(&self.pod))
@@ -117,8 +113,10 @@ impl DurableRun {
                 }
                 // The step that ended was ours, broken: attach again.
                 _ => {
-                    self.phase = Phase::Running;
-                    let said = messages::step_broke(&self.pod, self.confirm.unwrap_or(97));
+                    let said = messages::step_broke(&self.pod, self.confirmed().unwrap_or(97));
+                    self.state = State::Running {
+                        start_cleans: Vec::new(),
+                    };
                     self.lost(now_ms, &said, Class::Transient { why: said.clone() })
                 }
             },
@@ -134,6 +132,14 @@ impl DurableRun {
                 self.lost(now_ms, &said, Class::Transient { why: said.clone() })
             }
             (_, None) => self.lost(now_ms, why, Class::Transient { why: why.into() }),
+        }
+    }
+
+    /// The status a finish step confirms: the start's or the attach's.
+    fn confirmed(&self) -> Option<i64> {
+        match self.state {
+            State::Finishing { confirm } => confirm,
+            _ => None,
         }
     }
 
@@ -198,12 +204,11 @@ impl DurableRun {
                     return self.reject(request);
                 }
                 if !stage.never_reached() {
-                    self.may_have_started = true;
-                    if let FailureStage::Answered { status } = stage {
-                        if (400..500).contains(&status) && status != 408 && status != 429 {
-                            self.final_start_error = Some(request);
-                        }
-                    }
+                    let final_error = match stage {
+                        FailureStage::Answered { status } if is_final(status) => Some(request),
+                        _ => None,
+                    };
+                    self.claim.start_may_have_reached(final_error);
                 }
             }
             PodStep::Look | PodStep::Attach | PodStep::Finish => {
@@ -211,12 +216,9 @@ impl DurableRun {
                     self.setup_timeouts = self.setup_timeouts.saturating_add(1);
                 }
                 if let FailureStage::Answered { status } = stage {
-                    let final_answer =
-                        (400..500).contains(&status) && status != 408 && status != 429;
-                    if final_answer && !self.claimed {
-                        if let Some(first) = self.final_start_error {
-                            return self.reject(first);
-                        }
+                    match self.claim.final_error() {
+                        Some(first) if is_final(status) => return self.reject(first),
+                        _ => {}
                     }
                     // The apiserver answers: is the pod still there?
                     if self.pod_read.is_none() {
@@ -242,69 +244,12 @@ impl DurableRun {
             self.fail("PodNotRunning", messages::pod_not_running(&self.pod, phase));
         }
     }
+}
 
-    /// The connection is lost (or a step broke): try again, at once the
-    /// first time, then on the line's backoff, until the time without a
-    /// connection reaches its limit.
-    fn lost(&mut self, now_ms: u64, why: &str, class: Class) {
-        if self.phase == Phase::Over {
-            return;
-        }
-        let step = match self.phase {
-            Phase::Finishing => PodStep::Finish,
-            _ if self.claimed => PodStep::Attach,
-            // A start may have run: look for it before another is made.
-            _ if self.may_have_started => PodStep::Look,
-            _ => PodStep::Start,
-        };
-        if self.last_error.is_empty() || !why.is_empty() {
-            self.last_error = why.to_string();
-        }
-        let received = self.received;
-        let held = self
-            .disconnected
-            .as_ref()
-            .and_then(|d| d.reattached)
-            .is_some_and(|(at, bytes)| now_ms.saturating_sub(at) >= HELD_MS || bytes != received);
-        if held {
-            self.disconnected = None;
-        }
-        match &mut self.disconnected {
-            None => {
-                self.disconnected = Some(Disconnection {
-                    since_ms: now_ms,
-                    line: Line::new(self.backoff, now_ms),
-                    warned: false,
-                    told: true,
-                    reattached: None,
-                });
-                self.log(Level::Warning, messages::cut(&self.pod, why));
-                self.next = Some((step, now_ms));
-            }
-            Some(d) => {
-                d.reattached = None;
-                let tell = !d.told;
-                d.told = true;
-                match d.line.next_delay(&class, now_ms, &mut self.random) {
-                    Some(delay) => self.next = Some((step, now_ms.saturating_add(millis(delay)))),
-                    None => self.give_up(),
-                }
-                if tell {
-                    self.log(Level::Warning, messages::cut(&self.pod, why));
-                }
-            }
-        }
-    }
-
-    pub(super) fn give_up(&mut self) {
-        let message = messages::gave_up(
-            &self.pod,
-            self.limit_ms,
-            &self.last_error,
-            self.may_have_started,
-        );
-        self.fail("StreamLost", message);
-    }
+/// Whether an answer of `status` is final: a 4xx other than a timeout
+/// (408) or a push-back (429).
+fn is_final(status: u16) -> bool {
+    (400..500).contains(&status) && status != 408 && status != 429
 }
 
 /// What a run's `done` says (a finish step printed it): the command's code

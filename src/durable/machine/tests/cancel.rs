@@ -131,3 +131,30 @@ fn a_kill_that_does_not_get_through_is_made_again_within_its_window_then_said() 
     assert!(kills >= 10, "{kills} kills in the window");
     assert!(now - T0 <= KILL_WINDOW_MS, "tried for {} ms", now - T0);
 }
+
+#[test]
+fn a_kill_is_not_cut_short_by_the_limit_of_the_time_without_a_connection() {
+    // No stream ever opened: the time without a connection runs from T0,
+    // and its limit (60 s) comes while the kill is out.
+    let mut r = run();
+    let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+    let late = T0 + 50_000;
+    r.on_fact(
+        late,
+        DurableFact::Failed {
+            request: start,
+            facts: answered(503),
+        },
+    );
+    r.on_fact(late, sigterm());
+    let (kill, step) = exec(&drain(&mut r, late)).unwrap();
+    assert_eq!(step, PodStep::Kill);
+    let past = T0 + 61_000;
+    let actions = drain(&mut r, past);
+    assert_eq!(actions, vec![DurableAction::Wait { until_ms: None }]);
+    r.on_fact(past, ended(kill, Some(0), ""));
+    match delivered(&drain(&mut r, past)) {
+        Some(Delivery::Failed { reason, .. }) => assert_eq!(reason, "Cancelled"),
+        other => panic!("{other:?}"),
+    }
+}

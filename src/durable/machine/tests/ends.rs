@@ -277,3 +277,43 @@ fn a_run_failed_for_output_it_could_not_keep_or_lost_is_written_down_and_cleaned
     assert_eq!(actions.last(), Some(&DurableAction::Done), "{actions:?}");
     assert!(list.borrow().is_empty());
 }
+
+#[test]
+fn finishes_unread_count_over_the_whole_run_a_reattach_between_them_included() {
+    // Two garbled finishes, a finish that finds the run not done (an
+    // attach, ended with 97 again), then one more garbled finish: the
+    // third unread answer ends the run, as three in a row would.
+    let mut r = run();
+    let start = started(&mut r);
+    r.on_fact(T0, ended(start, Some(97), ""));
+    let mut answers = vec![
+        (PodStep::Finish, 3),
+        (PodStep::Finish, 3),
+        (PodStep::Finish, 97),
+        (PodStep::Attach, 97),
+        (PodStep::Finish, 3),
+    ]
+    .into_iter();
+    let mut at = T0;
+    let end = loop {
+        let actions = drain(&mut r, at);
+        if let Some(delivery) = delivered(&actions) {
+            break delivery;
+        }
+        match exec(&actions) {
+            Some((request, step)) => {
+                let (expected, status) = answers.next().expect("no more steps");
+                assert_eq!(step, expected, "{actions:?}");
+                r.on_fact(at, DurableFact::Opened { request });
+                r.on_fact(at, ended(request, Some(status), ""));
+            }
+            None => at += 50,
+        }
+        assert!(at < T0 + 20_000, "still running after 20 s");
+    };
+    assert_eq!(answers.next(), None, "every step was made");
+    let Delivery::Failed { reason, .. } = end else {
+        panic!("{end:?}")
+    };
+    assert_eq!(reason, "ExitCodeUnknown");
+}

@@ -138,3 +138,34 @@ fn a_start_in_the_pod_within_the_idle_wait_removes_the_runs_files_and_no_clean_u
         vec![DurableAction::Done]
     );
 }
+
+#[test]
+fn a_signal_while_the_ledger_is_read_ends_the_run_before_any_start() {
+    let list: Delivered = Rc::new(std::cell::RefCell::new(
+        crate::durable::DeliveredRuns::with_ledger(Some("/rt/ledger".into())),
+    ));
+    let mut r = run_in("job-pod", 1, &list, T0);
+    let actions = drain(&mut r, T0);
+    assert!(
+        matches!(actions.first(), Some(DurableAction::ReadLedger { .. })),
+        "{actions:?}"
+    );
+    assert_eq!(
+        actions.last(),
+        Some(&DurableAction::Wait { until_ms: None })
+    );
+    r.on_fact(T0 + 10, sigterm());
+    let actions = drain(&mut r, T0 + 10);
+    assert!(exec(&actions).is_none(), "{actions:?}");
+    match delivered(&actions) {
+        Some(Delivery::Failed { reason, message }) => {
+            assert_eq!(reason, "Cancelled");
+            assert!(message.contains("was not started"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(actions.last(), Some(&DurableAction::Done));
+    // The ledger's text, late, changes nothing.
+    r.on_fact(T0 + 20, DurableFact::Ledger { text: None });
+    assert_eq!(drain(&mut r, T0 + 20), vec![DurableAction::Done]);
+}
