@@ -294,6 +294,11 @@ function durableExec(machine, io, args) {
     // caller that exits on the status (the hooks) would cut it.
     const deliverStatus = async (action) => {
       await ownStdioFlushed([args.stdout, args.stderr], action.ownStdioWaitMs);
+      // As the plain client does at the status: the caller's streams ended
+      // (but this process's own), then the status given.
+      for (const target of [args.stdout, args.stderr]) {
+        if (target && target !== process.stdout && target !== process.stderr) endQuietly(target);
+      }
       deliver(action.status);
       // The caller has what it waited for; the clean-up goes on behind
       // it, and a signal now stops nothing.
@@ -369,22 +374,31 @@ function writeTo(target, chunk) {
 }
 
 /**
- * What a step's `V1Status` says, as found: its `status` field, and the
- * message of its `ExitCode` cause (each a string, or null). The core reads
- * them.
+ * What a step's `V1Status` says, as found: its `status` field, the
+ * message of its `ExitCode` cause, and its message (each a string, or
+ * null). The core reads them.
  */
 function statusFacts(status) {
   const text = (v) => (typeof v === 'string' ? v : null);
-  if (!status || typeof status !== 'object') return { status: null, exitCode: null };
+  if (!status || typeof status !== 'object') return { status: null, exitCode: null, message: null };
   const causes = status.details && Array.isArray(status.details.causes) ? status.details.causes : [];
   const cause = causes.find((c) => c && c.reason === 'ExitCode');
-  return { status: text(status.status), exitCode: cause ? text(String(cause.message)) : null };
+  return { status: text(status.status), exitCode: cause ? text(String(cause.message)) : null, message: text(status.message) };
 }
 
 function timeoutError(ms) {
   const error = new Error(`the exec was not set up within ${ms} ms`);
   error.code = 'ETIMEDOUT';
   return error;
+}
+
+/** `target.end()`, as the plain client calls it: a stream that throws is the caller's affair. */
+function endQuietly(target) {
+  try {
+    target.end();
+  } catch {
+    // the caller's stream failed: its own affair
+  }
 }
 
 function closeQuietly(ws) {

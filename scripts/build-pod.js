@@ -178,11 +178,17 @@ function ownNames(text) {
  * do: the shell would export our value of it to the command, and a
  * variable we read before setting would start with the environment's.
  */
+// The first line: a shell that took xtrace or verbose from its environment
+// (bash's SHELLOPTS) would print our lines into the exec's stderr, which
+// is the command's; the trace of a command inside braces goes where the
+// braces' stderr does.
+const QUIET = '{ set +vx;} 2>/dev/null';
+
 function nameGuard(named, status) {
   const functions = new Set([...named.matchAll(/^(_K[a-z]+)\(\) *\{/gm)].map((m) => m[1]));
   const variables = [...new Set([...named.matchAll(/_K[a-z]+/g)].map((m) => m[0]))].filter((n) => !functions.has(n));
   if (!/^\d+$/.test(String(status))) throw new Error('build-pod: the table has no POD_NAME_TAKEN');
-  return `[ -z "${variables.map((n) => `\${${n}+x}`).join('')}" ]||exit ${status}\n${named}`;
+  return `${QUIET}\n[ -z "${variables.map((n) => `\${${n}+x}`).join('')}" ]||exit ${status}\n${named}`;
 }
 
 /** 0 → a, 25 → z, 26 → ba, ...: short names that never start with a digit. */

@@ -39,6 +39,10 @@
 # Every process started here is a fork or a small utility: each costs about
 # a millisecond, paid by every healthy exec.
 (
+	# The waiter and the relays outlive a `pkill cat` or `pkill sh` (TERM) in
+	# the container, which the plain exec's command would: the command gets
+	# the dispositions back (one ignored when the step started stays so).
+	trap '' TERM HUP
 	my_pid=
 	[ -r /proc/self/stat ] && read -r my_pid stat_rest </proc/self/stat
 	command_code=
@@ -57,7 +61,7 @@
 				exec </dev/null >&7 2>&9 3>&- 7>&- 9>&-
 				[ -s "$run_path.done" ] && exit "$POD_NO_RECORD"
 				restore_lc_all
-				trap - XFSZ
+				trap - XFSZ TERM HUP
 				exec setsid "$@"
 			)
 			command_code=$?
@@ -71,7 +75,7 @@
 		(
 			set -- "$run_path" "$@"
 			restore_lc_all
-			trap - XFSZ
+			trap - XFSZ TERM HUP
 			# shellcheck disable=SC2016 # expanded by the new session's shell
 			exec setsid sh -c 'exec </dev/null >"$0.op" 2>"$0.ep" 3>&-; echo $$ >"$0.pid"; [ -s "$0.done" ] && exit '"$POD_NO_RECORD"'; exec "$@"' "$@"
 		)

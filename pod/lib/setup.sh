@@ -20,12 +20,14 @@ command set +o pipefail 2>/dev/null
 # Bash run as sh rewrites SHELLOPTS and BASHOPTS when the environment sets
 # them (posix added, the options above taken out) and exports what it made:
 # the command would run with other options than the plain exec gives it.
-# Such an exec runs plainly. Bash can tell without a process, from the
-# environment it was started with; other shells leave both as they came.
+# And it takes functions from the environment (BASH_FUNC_<name>%%), which
+# would stand in for the utilities and builtins these lines use. Such an
+# exec runs plainly. Bash can tell without a process, from the environment
+# it was started with; other shells take neither from it.
 if [ -n "${BASH_VERSION-}" ] && [ -r "/proc/$$/environ" ]; then
 	# shellcheck disable=SC3045 # read -d is bash's, run only by bash
 	while IFS= read -r -d '' entry; do
-		case "$entry" in "SHELLOPTS="* | "BASHOPTS="*) exit "$POD_NAME_TAKEN" ;; esac
+		case "$entry" in "SHELLOPTS="* | "BASHOPTS="* | "BASH_FUNC_"*) exit "$POD_NAME_TAKEN" ;; esac
 	done <"/proc/$$/environ"
 fi
 # A write past a file size limit fails instead of killing what writes

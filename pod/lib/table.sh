@@ -3,7 +3,7 @@
 # fails when this file and the core disagree (node scripts/build-pod.js
 # --write makes it again).
 # shellcheck shell=sh disable=SC2034
-# the container's environment sets a variable named as one of the program's own (_K...), or SHELLOPTS or BASHOPTS with bash as sh: nothing was claimed
+# the container's environment sets a variable named as one of the program's own (_K...), or, with bash as sh, SHELLOPTS, BASHOPTS or an exported function: nothing was claimed
 POD_NAME_TAKEN=92
 # a relay could not write the command's output into its file (a full disk, a file size limit): the output is incomplete
 POD_OUTPUT_NOT_KEPT=93

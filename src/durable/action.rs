@@ -7,7 +7,7 @@ use crate::protocol::Level;
 
 use super::pod_status::{
     BROKE, MISSING_UTILITY_FIRST, NAME_TAKEN, NOT_A_PROGRAM, NO_FOLDER, NO_RECORD, OUTPUT_NOT_KEPT,
-    WATCHER_GONE,
+    SHELL_NOT_FOUND, WATCHER_GONE,
 };
 
 /// The utilities the pod-side steps use besides `sh` and its builtins, in
@@ -120,6 +120,8 @@ pub enum StepEnd {
     NoRecord,
     /// 126, 127: `sh` could not run our script.
     NoShell,
+    /// The container's runtime found no `sh` to run: the step never ran.
+    ShellNotFound,
     /// 128 to 255 (but a missing utility's): a signal ended the step's own
     /// shell (a pod being deleted kills it), or the command's.
     Signalled(i64),
@@ -131,6 +133,7 @@ impl StepEnd {
     /// The meaning of exit status `code`.
     pub fn of(code: i64) -> StepEnd {
         match code {
+            SHELL_NOT_FOUND => StepEnd::ShellNotFound,
             // No shell gives these: a status garbled on its way.
             ..0 | 256.. => StepEnd::Garbled,
             c if c == NAME_TAKEN.code => StepEnd::NameTaken,

@@ -11,6 +11,16 @@ pub fn cut(pod: &str, why: &str) -> String {
     )
 }
 
+/// A start failed before it could reach the pod: nothing runs yet.
+pub fn start_failed(pod: &str, why: &str) -> String {
+    format!("the exec of the script in pod \"{pod}\" could not be set up ({why}); retrying; the script has not started")
+}
+
+/// A start may have reached the pod, and its answer was lost.
+pub fn start_unanswered(pod: &str, why: &str) -> String {
+    format!("the start of the script in pod \"{pod}\" got no answer ({why}); retrying; the script may have started, and will not be started twice")
+}
+
 /// The line when the run is attached again.
 pub fn reattached(pod: &str, after_ms: u64) -> String {
     format!(

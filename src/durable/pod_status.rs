@@ -20,7 +20,7 @@ pub struct PodStatus {
 pub const NAME_TAKEN: PodStatus = PodStatus {
     name: "NAME_TAKEN",
     code: 92,
-    meaning: "the container's environment sets a variable named as one of the program's own (_K...), or SHELLOPTS or BASHOPTS with bash as sh: nothing was claimed",
+    meaning: "the container's environment sets a variable named as one of the program's own (_K...), or, with bash as sh, SHELLOPTS, BASHOPTS or an exported function: nothing was claimed",
 };
 /// A relay could not write the command's output into its file.
 pub const OUTPUT_NOT_KEPT: PodStatus = PodStatus {
@@ -80,24 +80,43 @@ pub const MISSING_UTILITY_FIRST: i64 = 200;
 /// them): none can be taken for the command's code without asking.
 pub const SHELL_AND_SIGNALS: (i64, i64) = (126, 255);
 
+/// The status read from a step whose `V1Status` says the container's
+/// runtime found no `sh` to run (an `InternalError` with no exit code): the
+/// step never ran. No shell gives it (it is above 255).
+pub const SHELL_NOT_FOUND: i64 = 1127;
+
 /// The exit status a step's `V1Status` says: `status` is its `status`
-/// field, `exit_code` the message of its `ExitCode` cause, each as the host
-/// found it. A `Success` is 0; a `Failure` with no such cause is a shell
-/// that could not run (127); a cause that is not a number of up to three
-/// digits, or says 0 in a `Failure`, is garbled on its way (-1, which
+/// field, `exit_code` the message of its `ExitCode` cause and `message` its
+/// message, each as the host found it. A `Success` is 0; a `Failure` with
+/// no such cause is [`SHELL_NOT_FOUND`] when its message says the runtime
+/// found no `sh` (the step never ran), else a shell that could not run
+/// (127); a cause that is not a number of up to three digits, or says 0 in
+/// a `Failure`, is garbled on its way (-1, which
 /// [`StepEnd::of`](super::StepEnd::of) reads so).
-pub fn exit_status_of(status: Option<&str>, exit_code: Option<&str>) -> i64 {
+pub fn exit_status_of(status: Option<&str>, exit_code: Option<&str>, message: Option<&str>) -> i64 {
     if status == Some("Success") {
         return 0;
     }
     let Some(said) = exit_code else {
-        return 127;
+        return match message {
+            Some(m) if says_no_shell(m) => SHELL_NOT_FOUND,
+            _ => 127,
+        };
     };
     let digits = !said.is_empty() && said.len() <= 3 && said.bytes().all(|b| b.is_ascii_digit());
     match said.parse::<i64>() {
         Ok(code) if digits && code != 0 => code,
         _ => -1,
     }
+}
+
+/// Whether a runtime's error says it found no `sh` to run, as containerd,
+/// CRI-O and Docker put it (`exec: "sh": executable file not found in
+/// $PATH`) or crun (``executable file `sh` not found in $PATH``). Every step
+/// runs `sh`, so only that name counts.
+fn says_no_shell(message: &str) -> bool {
+    message.contains("exec: \"sh\": executable file not found")
+        || message.contains("executable file `sh` not found")
 }
 
 /// The ranges of statuses that may be ours rather than the command's, so

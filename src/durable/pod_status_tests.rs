@@ -97,21 +97,50 @@ fn each_status_of_the_table_is_read_as_its_own_meaning_and_named_in_the_shell() 
 
 #[test]
 fn a_steps_v1status_reads_as_its_exit_status_and_a_garbled_one_never_as_a_code() {
-    assert_eq!(exit_status_of(Some("Success"), None), 0);
-    assert_eq!(exit_status_of(Some("Success"), Some("3")), 0);
-    assert_eq!(exit_status_of(Some("Failure"), Some("3")), 3);
-    assert_eq!(exit_status_of(Some("Failure"), Some("255")), 255);
-    assert_eq!(exit_status_of(Some("Failure"), None), 127);
-    assert_eq!(exit_status_of(None, None), 127);
+    assert_eq!(exit_status_of(Some("Success"), None, None), 0);
+    assert_eq!(exit_status_of(Some("Success"), Some("3"), None), 0);
+    assert_eq!(exit_status_of(Some("Failure"), Some("3"), None), 3);
+    assert_eq!(exit_status_of(Some("Failure"), Some("255"), None), 255);
+    assert_eq!(exit_status_of(Some("Failure"), None, None), 127);
+    assert_eq!(exit_status_of(None, None, None), 127);
     for garbled in ["0", "000", "abc", "", "1000", "-1", " 3", "+3", "3.0"] {
         assert_eq!(
-            exit_status_of(Some("Failure"), Some(garbled)),
+            exit_status_of(Some("Failure"), Some(garbled), None),
             -1,
             "{garbled:?}"
         );
     }
     assert_eq!(
-        StepEnd::of(exit_status_of(Some("Failure"), Some("300"))),
+        StepEnd::of(exit_status_of(Some("Failure"), Some("300"), None)),
         StepEnd::Garbled
     );
+}
+
+#[test]
+fn a_step_whose_runtime_found_no_shell_reads_as_never_run_and_no_other_error_does() {
+    let containerd = "Internal error occurred: error executing command in container: failed to exec in container: failed to start exec \"x\": OCI runtime exec failed: exec failed: unable to start container process: exec: \"sh\": executable file not found in $PATH: unknown";
+    let crun = "command error: executable file `sh` not found in $PATH: No such file or directory";
+    for message in [containerd, crun] {
+        assert_eq!(
+            exit_status_of(Some("Failure"), None, Some(message)),
+            SHELL_NOT_FOUND
+        );
+        assert_eq!(StepEnd::of(SHELL_NOT_FOUND), StepEnd::ShellNotFound);
+        // An exit code said beside it is the code.
+        assert_eq!(
+            exit_status_of(Some("Failure"), Some("127"), Some(message)),
+            127
+        );
+    }
+    for other in [
+        "exec: \"printf\": executable file not found in $PATH",
+        "container not found",
+        "",
+    ] {
+        assert_eq!(
+            exit_status_of(Some("Failure"), None, Some(other)),
+            127,
+            "{other}"
+        );
+    }
 }

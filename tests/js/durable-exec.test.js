@@ -385,11 +385,19 @@ test(`${F} isExecIncomplete: true for our statuses only; any other value is fals
 function startHook(t, child) {
   const hook = spawn(process.execPath, [child], { stdio: ['ignore', 'pipe', 'pipe'] });
   let printed = '';
-  hook.stdout.on('data', (d) => (printed += d));
-  hook.stderr.on('data', (d) => (printed += d));
-  const exited = new Promise((resolve) => hook.on('exit', (code, signal) => resolve({ code, signal })));
+  const apart = { stdout: '', stderr: '' };
+  for (const name of ['stdout', 'stderr']) {
+    hook[name].on('data', (d) => {
+      printed += d;
+      apart[name] += d;
+    });
+  }
+  // ('exit' may come before the pipes are read to their end.)
+  const closed = new Promise((resolve) => hook.on('close', (code, signal) => resolve({ code, signal })));
   t.after(() => hook.kill('SIGKILL'));
-  return { hook, output: () => printed, exited };
+  // `output`: both pipes as they arrived, whose order between the two is
+  // the scheduler's; `stdout` and `stderr`, each in its own order.
+  return { hook, output: () => printed, stdout: () => apart.stdout, stderr: () => apart.stderr, exited: closed };
 }
 
 /**
@@ -454,12 +462,26 @@ test(`${F} a container without setsid, or without a writable temp folder: one wa
   }
 });
 
+test(`${F} a container whose runtime finds no sh (PATH holds only the command): the plain client's result, with one warning`, async (t) => {
+  const bin = tempDir(t, 'no-sh');
+  fs.symlinkSync('/usr/bin/printf', path.join(bin, 'printf'));
+  const env = await podServer(t, { podEnv: { PATH: bin } });
+  const log = capture();
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
+  const command = ['printf', 'hello'];
+  const plain = await runExec(new k8s.Exec(env.kc), command);
+  assert.deepEqual([plain.stdout.toString(), plain.status.status], ['hello', 'Success']);
+  assert.deepEqual(await runExec(durable, command), plain);
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /has no `sh` its runtime can find: this exec runs as a plain exec/);
+});
+
 test(`${F} a container whose environment sets a variable named as one of the pod program's own (_K...): one warning, and the exec runs plainly, the command's environment as it was`, async (t) => {
   // Names the built scripts use: the first, one only attach uses, and the
   // one that held whether the wake FIFO was open (set, it left a reattach
   // forking a tick at once, for ever).
   const scripts = require('../../pkg/pod-program.js');
-  const guarded = (script) => script.split('\n')[0].match(/_K[a-z]+/g);
+  const guarded = (script) => script.split('\n').find((line) => line.startsWith('[ -z "${_K')).match(/_K[a-z]+/g);
   const names = [...new Set([guarded(scripts.start)[0], guarded(scripts.attach).at(-1), ...guarded(scripts.start).slice(-3)])];
   for (const name of names) {
     const env = await podServer(t, { podEnv: { [name]: 'theirs' } });
@@ -670,39 +692,79 @@ test(`${F} a command that keeps emptying its temp folder (dot files too) from a 
   }
 });
 
-test(`${F} a container whose sh is bash and whose environment sets SHELLOPTS or BASHOPTS: the plain client's result (bash rewrites both and exports them to the command), with one warning`, async (t) => {
+test(`${F} a container whose sh is bash and whose environment sets SHELLOPTS, BASHOPTS or an exported function: the plain client's result (bash would rewrite the options for the command, trace our lines, or run the function in place of a utility), with one warning`, async (t) => {
   const bin = tempDir(t, 'bash-sh');
   fs.symlinkSync('/bin/bash', path.join(bin, 'sh'));
   const PATH = `${bin}:/usr/local/bin:/usr/bin:/bin`;
   // What a command's bash sees of the options it was given.
   const probe = ['bash', '-c', 'echo "$SHELLOPTS"; shopt -q nullglob && echo nullglob; false; echo after false'];
+  const printer = ['sh', '-c', 'echo hi; sleep 0.3; env | grep "^_K" >&2 || :; echo there >&2; exit 0'];
   const cases = [
     { SHELLOPTS: 'errexit' },
     { SHELLOPTS: 'braceexpand' },
     { SHELLOPTS: 'errexit:nounset:pipefail:noclobber:allexport' },
+    { SHELLOPTS: 'xtrace' },
     { BASHOPTS: 'nullglob' },
+    { 'BASH_FUNC_tail%%': '() { echo FAKE; }', 'BASH_FUNC_cat%%': '() { echo FAKE; }' },
   ];
   for (const vars of cases) {
     const env = await podServer(t, { podEnv: { PATH, ...vars } });
     const log = capture();
     const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
     const name = JSON.stringify(vars);
-    const plain = await runExec(new k8s.Exec(env.kc), probe);
-    assert.deepEqual(await runExec(durable, probe), plain, name);
-    const r = await runExec(durable, ['sh', '-c', 'echo hi; sleep 0.3; env | grep "^_K" >&2 || :; exit 0']);
-    assert.equal(r.status && r.status.status, 'Success', `${name}: ${JSON.stringify(r.status)}`);
-    assert.equal(r.stdout.toString(), 'hi\n', name);
-    assert.equal(r.stderr.toString(), '', `${name}: none of our names reaches the command`);
+    for (const command of [probe, printer]) {
+      const plain = await runExec(new k8s.Exec(env.kc), command);
+      assert.deepEqual(await runExec(durable, command), plain, `${name}: ${command[0]}`);
+    }
     assert.equal(log.warning.length, 2, `${name}: one per exec: ${log.warning.join('\n')}`);
-    assert.match(log.warning[0], /SHELLOPTS or BASHOPTS/);
+    assert.match(log.warning[0], /SHELLOPTS, BASHOPTS or an exported function/);
     assert.match(log.warning[0], /runs as a plain exec/);
   }
-  // With neither set, bash as sh runs the exec durably: no warning.
+  // With none set, bash as sh runs the exec durably: no warning.
   const env = await podServer(t, { podEnv: { PATH } });
   const log = capture();
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: log.logger });
   assert.deepEqual(await runExec(durable, probe), await runExec(new k8s.Exec(env.kc), probe));
   assert.deepEqual(log.warning, []);
+});
+
+test(`${F} the caller's stdout and stderr are ended at the status, as the plain client ends them (this process's own are not), with or without a cut`, async (t) => {
+  const env = await podServer(t);
+  const clients = {
+    'client-node': new k8s.Exec(env.kc),
+    durable: preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger }),
+    'durable off': preflight.resilientExec(env.kc, { env: durableEnv({ DURABLE_EXEC: 'off' }), logger: capture().logger }),
+  };
+  const { PassThrough } = require('node:stream');
+  const ended = async (name, cut) => {
+    const out = new PassThrough();
+    const err = new PassThrough();
+    const chunks = { out: [], err: [] };
+    out.on('data', (c) => chunks.out.push(c));
+    err.on('data', (c) => chunks.err.push(c));
+    const finished = (s) => new Promise((resolve) => s.once('end', () => resolve(true)));
+    const bothEnded = Promise.all([finished(out), finished(err)]);
+    const status = await new Promise((resolve, reject) => {
+      Promise.resolve(clients[name].exec(NAMESPACE, POD, 'job', ['sh', '-c', `echo a; echo b >&2; sleep ${cut ? 1.5 : 0}; echo c; exit 3`], out, err, null, false, resolve)).catch(reject);
+      if (cut) {
+        setTimeout(async () => {
+          await env.server.setPhase('refuse');
+          setTimeout(() => env.server.setPhase('healthy'), 300);
+        }, 400);
+      }
+    });
+    const bound = new Promise((resolve) => setTimeout(() => resolve(false), STATUS_BOUND_MS).unref());
+    const got = await Promise.race([bothEnded.then(() => true), bound]);
+    return { status, got, out: Buffer.concat(chunks.out).toString(), err: Buffer.concat(chunks.err).toString() };
+  };
+  for (const name of Object.keys(clients)) {
+    const r = await ended(name, false);
+    assert.equal(r.got, true, `${name}: the caller's streams were not ended within ${STATUS_BOUND_MS} ms of the status`);
+    assert.deepEqual([r.out, r.err], ['a\nc\n', 'b\n'], name);
+  }
+  const r = await ended('durable', true);
+  assert.equal(r.got, true, 'durable, cut: the streams were not ended');
+  assert.deepEqual([r.out, r.err, r.status.details.causes], ['a\nc\n', 'b\n', [{ reason: 'ExitCode', message: '3' }]]);
 });
 
 test(`${F} SIGTERM to the hook while its command runs, after the command removed the dot folder (its pid file with it): the command is still stopped`, async (t) => {
@@ -1082,6 +1144,17 @@ test(`${F} a command that stops the processes that copy its output into the pod'
   assert.equal(result.stderr.toString(), 'e\n');
 });
 
+test(`${F} a command that sends TERM to the processes that copy its output into the pod's files (a pkill cat) and to what waits for it (a pkill sh): the plain client's result`, async (t) => {
+  const env = await podServer(t);
+  const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
+  // (Only this run's own: the relays are children of the command's parent,
+  // which is the waiter when it is a shell; plainly, it is the apiserver.)
+  const command = ['sh', '-c', 'echo a; for p in $(pgrep -P $PPID -x cat); do kill $p; done; case "$(cat /proc/$PPID/comm)" in sh | dash | bash) kill $PPID ;; esac; sleep 0.3; echo b; echo e >&2; exit 0'];
+  const plain = await runExec(new k8s.Exec(env.kc), command);
+  assert.deepEqual([plain.stdout.toString(), plain.stderr.toString(), plain.status.status], ['a\nb\n', 'e\n', 'Success']);
+  assert.deepEqual(await runExec(durable, command), plain);
+});
+
 test(`${F} a command that stops what waits for it (kill -STOP $PPID) and ends: the exec fails saying its exit code is unknown, never a hang`, async (t) => {
   const env = await podServer(t);
   const durable = preflight.resilientExec(env.kc, { env: durableEnv(), logger: capture().logger });
@@ -1187,9 +1260,10 @@ test(`${F} a host that ends in its status callback leaves its run's files; the j
     ],
     jobEnv,
   );
-  const { output, exited } = startHook(t, child);
+  const { output, stdout, stderr, exited } = startHook(t, child);
   assert.deepEqual(await exited, { code: 0, signal: null }, output());
-  assert.match(output(), /^out\nerr\nstatus .*"NonZeroExitCode"/s);
+  assert.match(stdout(), /^out\nstatus .*"NonZeroExitCode"/s);
+  assert.equal(stderr(), 'err\n');
   assert.equal(runFolders(env.folder()).length, 1, 'the ended host could not clean up');
 
   const durable = preflight.resilientExec(env.kc, { env: jobEnv, logger: capture().logger });

@@ -115,10 +115,18 @@ impl DurableRun {
         if held {
             self.disconnected = None;
         }
+        // What is known of the script decides what the warning says of it.
+        let said = match step {
+            PodStep::Start => messages::start_failed(&self.pod, why),
+            PodStep::Look => messages::start_unanswered(&self.pod, why),
+            PodStep::Attach | PodStep::Finish | PodStep::Cleanup | PodStep::Kill => {
+                messages::cut(&self.pod, why)
+            }
+        };
         match &mut self.disconnected {
             None => {
                 self.disconnected = Some(Disconnection::after_cut(self.backoff, now_ms));
-                self.log(Level::Warning, messages::cut(&self.pod, why));
+                self.log(Level::Warning, said);
                 self.next = Some((step, now_ms));
             }
             Some(d) => {
@@ -130,7 +138,7 @@ impl DurableRun {
                     None => self.give_up(),
                 }
                 if tell {
-                    self.log(Level::Warning, messages::cut(&self.pod, why));
+                    self.log(Level::Warning, said);
                 }
             }
         }

@@ -54,6 +54,12 @@ impl DurableRun {
             (PodStep::Start | PodStep::Attach, Some(StepEnd::Code(code))) => {
                 self.cleanup(now_ms, delivery_of(code))
             }
+            // The runtime found no `sh`: the start never ran, so nothing
+            // was claimed (its stream opening said nothing).
+            (PodStep::Start, Some(StepEnd::ShellNotFound)) => {
+                self.claim = Claim::NotStarted;
+                self.fall_back("has no `sh` its runtime can find")
+            }
             // One of our statuses, or the command's: the finish step says.
             (PodStep::Start | PodStep::Attach, Some(_)) => {
                 self.state = State::Finishing { confirm: exit_code };
@@ -167,7 +173,7 @@ impl DurableRun {
             ),
             Some(StepEnd::NoShell) => self.fall_back("cannot run `sh`"),
             Some(StepEnd::NameTaken) => self.fall_back(
-                "sets in its environment a variable named as one of the durable exec's own (_K...), or SHELLOPTS or BASHOPTS with bash as `sh` (bash rewrites both for the command)",
+                "sets in its environment a variable named as one of the durable exec's own (_K...), or, with bash as `sh`, SHELLOPTS, BASHOPTS or an exported function (BASH_FUNC_...), which bash would apply to the exec's own lines or rewrite for the command",
             ),
             Some(StepEnd::Missing(name)) => self.fall_back(&format!("has no `{name}`")),
             _ => self.fail("RunRecordMissing", messages::record_missing(&self.pod)),

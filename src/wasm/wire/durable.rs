@@ -48,6 +48,7 @@ pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
                     true => Some(crate::durable::exit_status_of(
                         optional::<Option<String>>(&f, "status")?.as_deref(),
                         optional::<Option<String>>(&f, "exitCode")?.as_deref(),
+                        optional::<Option<String>>(&f, "message")?.as_deref(),
                     )),
                     false => None,
                 },

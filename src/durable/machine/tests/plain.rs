@@ -34,6 +34,25 @@ fn a_container_without_a_utility_runs_the_exec_plainly_with_one_warning_naming_i
     );
 }
 
+#[test]
+fn a_start_whose_runtime_found_no_shell_runs_the_exec_plainly_at_once_with_one_warning() {
+    let mut r = run();
+    let start = started(&mut r);
+    r.on_fact(
+        T0,
+        ended(start, Some(crate::durable::pod_status::SHELL_NOT_FOUND), ""),
+    );
+    let end = drain(&mut r, T0);
+    assert!(exec(&end).is_none(), "no other step: {end:?}");
+    let warnings = logs(&end, Level::Warning);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("has no `sh`"), "{}", warnings[0]);
+    assert_eq!(
+        end[end.len() - 2..],
+        [DurableAction::Plain, DurableAction::Done]
+    );
+}
+
 fn run_of(command: Vec<String>) -> DurableRun {
     let spec = DurableSpec {
         namespace: "ci".into(),

@@ -43,6 +43,31 @@ fn a_start_that_provably_never_reached_the_pod_is_made_again() {
 }
 
 #[test]
+fn the_warning_of_a_failed_start_says_what_is_known_of_the_script() {
+    for (facts, says) in [
+        (refused(), "the script has not started"),
+        (
+            timed_out(),
+            "the script may have started, and will not be started twice",
+        ),
+    ] {
+        let mut r = run();
+        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
+        r.on_fact(
+            T0,
+            DurableFact::Failed {
+                request: start,
+                facts,
+            },
+        );
+        let warnings = logs(&drain(&mut r, T0), Level::Warning);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains(says), "{}", warnings[0]);
+        assert!(!warnings[0].contains("still running"), "{}", warnings[0]);
+    }
+}
+
+#[test]
 fn a_start_that_may_have_reached_the_pod_is_looked_for_before_another_is_made() {
     let mut r = run();
     let (start, _) = exec(&drain(&mut r, T0)).unwrap();
