@@ -4,6 +4,8 @@
 //! build writes into `pod/lib/table.sh` (a test fails when that file and
 //! this table differ).
 
+use crate::text::contains;
+
 /// One status of the pod program's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PodStatus {
@@ -115,8 +117,10 @@ pub fn exit_status_of(status: Option<&str>, exit_code: Option<&str>, message: Op
 /// $PATH`) or crun (``executable file `sh` not found in $PATH``). Every step
 /// runs `sh`, so only that name counts.
 fn says_no_shell(message: &str) -> bool {
-    message.contains("exec: \"sh\": executable file not found")
-        || message.contains("executable file `sh` not found")
+    // (crate::text::contains: str::contains brings its searcher into the
+    // .wasm.)
+    contains(message, "exec: \"sh\": executable file not found")
+        || contains(message, "executable file `sh` not found")
 }
 
 /// The ranges of statuses that may be ours rather than the command's, so
