@@ -111,6 +111,20 @@ fn fail_then_wait(r: &mut DurableRun, now: u64, request: u32, facts: ErrorFacts)
     }
 }
 
+/// A run's first start failed with `facts`: its request, and what the run
+/// does at once.
+fn start_fails(r: &mut DurableRun, facts: ErrorFacts) -> (u32, Vec<DurableAction>) {
+    let (start, _) = exec(&drain(r, T0)).unwrap();
+    r.on_fact(
+        T0,
+        DurableFact::Failed {
+            request: start,
+            facts,
+        },
+    );
+    (start, drain(r, T0))
+}
+
 fn delivered(actions: &[DurableAction]) -> Option<Delivery> {
     actions.iter().find_map(|a| match a {
         DurableAction::Deliver { delivery } => Some(delivery.clone()),

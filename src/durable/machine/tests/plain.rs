@@ -117,15 +117,7 @@ fn a_start_refused_as_too_long_or_refused_again_and_again_while_looks_answer_run
 ) {
     for status in [414, 431] {
         let mut r = run();
-        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-        r.on_fact(
-            T0,
-            DurableFact::Failed {
-                request: start,
-                facts: answered(status),
-            },
-        );
-        let actions = drain(&mut r, T0);
+        let (_, actions) = start_fails(&mut r, answered(status));
         assert_eq!(
             actions[actions.len() - 2..],
             [DurableAction::Plain, DurableAction::Done],

@@ -52,15 +52,8 @@ fn the_warning_of_a_failed_start_says_what_is_known_of_the_script() {
         ),
     ] {
         let mut r = run();
-        let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-        r.on_fact(
-            T0,
-            DurableFact::Failed {
-                request: start,
-                facts,
-            },
-        );
-        let warnings = logs(&drain(&mut r, T0), Level::Warning);
+        let (_, actions) = start_fails(&mut r, facts);
+        let warnings = logs(&actions, Level::Warning);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains(says), "{}", warnings[0]);
         assert!(!warnings[0].contains("still running"), "{}", warnings[0]);
@@ -137,18 +130,13 @@ fn a_start_that_fails_with_no_transport_failure_is_the_plain_clients_error_at_on
     // What a mocked client-node or a bug in the client throws: no code,
     // no status, no message we know. The plain exec throws it; so do we.
     let mut r = run();
-    let (start, _) = exec(&drain(&mut r, T0)).unwrap();
-    r.on_fact(
-        T0,
-        DurableFact::Failed {
-            request: start,
-            facts: ErrorFacts {
-                message: "container not found".into(),
-                ..ErrorFacts::default()
-            },
+    let (start, end) = start_fails(
+        &mut r,
+        ErrorFacts {
+            message: "container not found".into(),
+            ..ErrorFacts::default()
         },
     );
-    let end = drain(&mut r, T0);
     assert_eq!(
         end[end.len() - 2..],
         [
