@@ -447,23 +447,17 @@ function replaceMethod(helper, method, wrapped) {
 const noReadBack = () => Promise.reject(new Error('a connection has nothing to read back'));
 
 /**
- * An `Exec` for `kc` whose `exec(...)` retries the connection's set-up
- * when, and only when, the command provably never started, and never
- * reports a stream that ended with no status as a success. A command with
- * no stdin and no tty runs durably (durable-exec.js: the core decides when)
- * and the caller gets a stand-in that outlives a cut stream; any other gets
- * client-node's own socket.
+ * client-node's `exec` for `kc` under the call policy `state`: its set-up
+ * retried by the rules of an exec, its open stream watched (a stream that
+ * ends with no status gets the core's cut status). What a plain exec of
+ * resilientExec is, and what a copy's attempt uses.
  */
-function resilientExec(kc, options) {
+function plainExecOf(kc, state) {
   // Loaded here: a step answered from the cache never makes an exec.
   const { watchStream } = require('./stream-watch');
-  const { durableExec } = require('./durable-exec');
   const k8s = require('@kubernetes/client-node');
   const core = require('../pkg/k8s_auth_preflight.js');
-  const state = callPolicy(kc, options);
-  const io = { k8s, kc, state: { ...state, withoutSecrets: (error) => withoutSecrets(error, state.redact) }, watchedConnection };
-  const exec = new k8s.Exec(kc);
-  const plain = (namespace, podName, containerName, command, stdout, stderr, stdin, tty, statusCallback) => {
+  return (namespace, podName, containerName, command, stdout, stderr, stdin, tty, statusCallback) => {
     let heard = false;
     const onStatus = (status) => {
       heard = true;
@@ -503,6 +497,23 @@ function resilientExec(kc, options) {
       return socket;
     });
   };
+}
+
+/**
+ * An `Exec` for `kc` whose `exec(...)` retries the connection's set-up
+ * when, and only when, the command provably never started, and never
+ * reports a stream that ended with no status as a success. A command with
+ * no stdin and no tty runs durably (durable-exec.js: the core decides when)
+ * and the caller gets a stand-in that outlives a cut stream; any other gets
+ * client-node's own socket.
+ */
+function resilientExec(kc, options) {
+  const { durableExec } = require('./durable-exec');
+  const k8s = require('@kubernetes/client-node');
+  const state = callPolicy(kc, options);
+  const io = { k8s, kc, state: { ...state, withoutSecrets: (error) => withoutSecrets(error, state.redact) }, watchedConnection };
+  const exec = new k8s.Exec(kc);
+  const plain = plainExecOf(kc, state);
   const wrapped = (namespace, podName, containerName, command, stdout, stderr, stdin, tty, statusCallback) => {
     const commandList = typeof command === 'string' ? [command] : command;
     const durable =
@@ -668,4 +679,4 @@ function defaultKubeConfig() {
   return defaults.get(key);
 }
 
-module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall, isExecIncomplete };
+module.exports = { resilientKubeConfig, resilientExec, resilientLog, retryK8sApiCall, isExecIncomplete, callPolicy, plainExecOf };

@@ -17,6 +17,7 @@ const { readLedger, appendLedger } = require('./ledger-file');
 const { watchStream } = require('./stream-watch');
 const { withAbortSignal } = require('./host');
 const { execute, Inbox } = require('./execute');
+const { statusFacts } = require('./facts');
 const core = require('../pkg/k8s_auth_preflight.js');
 
 // How often a status waiting for this process's own stdout and stderr to
@@ -371,19 +372,6 @@ function writeTo(target, chunk) {
   } catch {
     // the caller's stream failed: its own affair
   }
-}
-
-/**
- * What a step's `V1Status` says, as found: its `status` field, the
- * message of its `ExitCode` cause, and its message (each a string, or
- * null). The core reads them.
- */
-function statusFacts(status) {
-  const text = (v) => (typeof v === 'string' ? v : null);
-  if (!status || typeof status !== 'object') return { status: null, exitCode: null, message: null };
-  const causes = status.details && Array.isArray(status.details.causes) ? status.details.causes : [];
-  const cause = causes.find((c) => c && c.reason === 'ExitCode');
-  return { status: text(status.status), exitCode: cause ? text(String(cause.message)) : null, message: text(status.message) };
 }
 
 function timeoutError(ms) {

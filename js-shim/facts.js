@@ -244,4 +244,17 @@ function textRedactor(credentials) {
   return (text) => scrubAuthorization(redactCredential(text));
 }
 
-module.exports = { errorFacts, errorDescriber, redactor, textRedactor };
+/**
+ * What an exec's `V1Status` says, as found: its `status` field, its
+ * reason, the message of its `ExitCode` cause, and its message (each a
+ * string, or null). The core reads them.
+ */
+function statusFacts(status) {
+  const text = (v) => (typeof v === 'string' ? v : null);
+  if (!status || typeof status !== 'object') return { status: null, reason: null, exitCode: null, message: null };
+  const causes = status.details && Array.isArray(status.details.causes) ? status.details.causes : [];
+  const cause = causes.find((c) => c && c.reason === 'ExitCode');
+  return { status: text(status.status), reason: text(status.reason), exitCode: cause ? text(String(cause.message)) : null, message: text(status.message) };
+}
+
+module.exports = { errorFacts, errorDescriber, redactor, textRedactor, statusFacts };

@@ -209,6 +209,36 @@ export function resilientExec<E extends ResilientExec = ResilientExec>(kc: objec
  */
 export function isExecIncomplete(status: unknown): boolean;
 
+/** One copy: the pod's container, and the two folders. */
+export interface CopySpec {
+  namespace: string;
+  pod: string;
+  container: string;
+  /** The folder copied: the runner's (copyToPod) or the pod's (copyFromPod). */
+  from: string;
+  /** Into the pod: the folder its contents go into. Out of it: the runner's folder that gets `from`'s last part. */
+  to: string;
+}
+
+/** A copy that arrived whole: its attempts, and the archive's size and SHA-256. */
+export interface CopyResult {
+  attempts: number;
+  bytes: number;
+  sha256: string;
+}
+
+/**
+ * Copies the runner's folder `from` into the pod's folder `to` with one
+ * exec of tar when healthy; resolves once the pod has unpacked the very
+ * bytes sent (counted and hashed on both sides, in the same exec). A cut
+ * stream or bytes that arrived different copy again; rejects with code
+ * 'PREFLIGHT_COPY_FAILED' when it cannot arrive whole.
+ */
+export function copyToPod(kc: object, spec: CopySpec, options?: CallOptions): Promise<CopyResult>;
+
+/** Copies the pod's folder `from` into the runner's folder `to` (as `to/<from's last part>`), the same way. */
+export function copyFromPod(kc: object, spec: CopySpec, options?: CallOptions): Promise<CopyResult>;
+
 /** A Log for kc whose log(...) is retried as a read. */
 export function resilientLog<L extends ResilientLog = ResilientLog>(kc: object, options?: CallOptions): L;
 

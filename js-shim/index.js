@@ -166,6 +166,10 @@ function defaultOptions() {
   return { kubeConfig, namespace, requiredPermissions: defaultRequiredPermissions };
 }
 
+// Loaded at the first copy: a step answered from the cache never makes one.
+const copyToPod = (kc, spec, options) => require('./copy').copyToPod(kc, spec, options);
+const copyFromPod = (kc, spec, options) => require('./copy').copyFromPod(kc, spec, options);
+
 module.exports = {
   createAuthPreflight,
   configureAuthPreflight,
@@ -175,6 +179,8 @@ module.exports = {
   resilientExec,
   resilientLog,
   isExecIncomplete,
+  copyToPod,
+  copyFromPod,
   withAbortSignal,
   defaultRequiredPermissions,
   PreflightInconclusiveError,

@@ -43,6 +43,7 @@ pub mod call;
 pub mod check;
 pub mod classify;
 pub mod config;
+pub mod copy;
 pub mod credential;
 pub mod dates;
 pub mod durable;

@@ -175,6 +175,34 @@ impl WasmDurable {
     }
 }
 
+/// One copy of a folder into or out of a pod (`crate::copy::CopyRun`).
+#[wasm_bindgen(js_name = Copy)]
+pub struct WasmCopy {
+    run: crate::copy::CopyRun,
+}
+
+#[wasm_bindgen(js_class = Copy)]
+impl WasmCopy {
+    /// A copy of `spec` (`{direction, pod, from, to}`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(spec: &JsValue) -> Result<WasmCopy, JsValue> {
+        let spec = read(spec, "spec", wire::copy_spec)?;
+        Ok(WasmCopy {
+            run: crate::copy::CopyRun::new(spec),
+        })
+    }
+
+    /// Takes the facts, returns the actions up to a wait or the end.
+    pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
+        let now = time(now_ms)?;
+        for attempt in read(facts, "facts", wire::copy_facts)? {
+            self.run.on_attempt(now, &attempt);
+        }
+        let run = &mut self.run;
+        steps(|| run.poll(now), wire::copy_action, |a| a.ends_turn())
+    }
+}
+
 impl WasmSettings {
     fn calls(&mut self) -> &mut CallPolicy {
         let environment = &self.environment;

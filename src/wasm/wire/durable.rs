@@ -6,16 +6,6 @@ use crate::classify::ErrorFacts;
 use crate::durable::{Delivery, DurableAction, DurableFact, DurableSpec, PodStep, StepOutput};
 use crate::text::quoted;
 
-/// `field` of `v` as `W`, or `W::default()` when it is absent (`undefined`
-/// or `null`).
-fn optional<W: serde::de::DeserializeOwned + Default>(v: &JsValue, key: &str) -> Result<W, Bad> {
-    let value = field(v, key)?;
-    if value.is_undefined() || value.is_null() {
-        return Ok(W::default());
-    }
-    read(&value).map_err(|e| e.at(key))
-}
-
 /// The spec of a durable exec: `{namespace, pod, command}`, read field by
 /// field (a derived reader would cost the `.wasm` more than these lines).
 pub fn durable_spec(v: &JsValue) -> Result<DurableSpec, Bad> {
@@ -81,24 +71,6 @@ pub fn durable_facts(v: &JsValue) -> Result<Vec<DurableFact>, Bad> {
             }
         })
     })
-}
-
-/// A fresh plain object of `pairs`, written key by key.
-fn object(pairs: &[(&str, JsValue)]) -> JsValue {
-    let o = js_sys::Object::new();
-    for (key, value) in pairs {
-        // Setting a key of a fresh plain object cannot fail.
-        let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), value);
-    }
-    o.into()
-}
-
-fn text(s: &str) -> JsValue {
-    JsValue::from_str(s)
-}
-
-fn number(n: u64) -> JsValue {
-    JsValue::from_f64(n as f64)
 }
 
 /// client-node's `V1Status` for `delivery`, as the apiserver sends it on

@@ -25,12 +25,14 @@ use crate::protocol::Bytes;
 
 mod call;
 mod check;
+mod copy;
 mod credential;
 mod durable;
 #[cfg(feature = "test-exports")]
 mod test_exports;
 pub use call::*;
 pub use check::*;
+pub use copy::*;
 pub use credential::*;
 pub use durable::*;
 #[cfg(feature = "test-exports")]
@@ -61,4 +63,32 @@ pub fn write<T: Serialize>(value: &T) -> JsValue {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .unwrap_or(JsValue::NULL)
+}
+
+/// `field` of `v` as `W`, or `W::default()` when it is absent (`undefined`
+/// or `null`).
+fn optional<W: serde::de::DeserializeOwned + Default>(v: &JsValue, key: &str) -> Result<W, Bad> {
+    let value = field(v, key)?;
+    if value.is_undefined() || value.is_null() {
+        return Ok(W::default());
+    }
+    read(&value).map_err(|e| e.at(key))
+}
+
+/// A fresh plain object of `pairs`, written key by key.
+fn object(pairs: &[(&str, JsValue)]) -> JsValue {
+    let o = js_sys::Object::new();
+    for (key, value) in pairs {
+        // Setting a key of a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
+}
+
+fn text(s: &str) -> JsValue {
+    JsValue::from_str(s)
+}
+
+fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
 }

@@ -1,0 +1,255 @@
+'use strict';
+// Copies of a folder into and out of a pod: one exec of `tar` per attempt,
+// the archive counted and hashed on the runner as it goes, and in the pod
+// by the pod-side script (pod/copy-in.sh, pod/copy-out.sh) in the same
+// exec. The core (src/copy/) decides whether an attempt arrived whole, and
+// what comes next; this makes the attempts and reports what it saw.
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const { spawn } = require('node:child_process');
+const { PassThrough, Writable } = require('node:stream');
+const { execute } = require('./execute');
+const { statusFacts } = require('./facts');
+
+// How much of the end of the pod's report stream and of each tar's stderr
+// is kept for the core: the report line and tar's last words.
+const KEPT_BYTES = 16 * 1024;
+
+// After the exec's status, how long the runner's tar and the stream's last
+// bytes get to end before they are given up on (a tar that hangs must not
+// hang the copy; a healthy one ends at once).
+const END_WAIT_MS = 120_000;
+
+// What the runner's tar leaves out both ways: the runner's own answers to
+// the hook, which it writes while the hook runs.
+const EXCLUDE = '--exclude=_runner_hook_responses*';
+
+/** The last KEPT_BYTES of what is written, as text. */
+function tailKeeper() {
+  let kept = Buffer.alloc(0);
+  return {
+    add(chunk) {
+      kept = Buffer.concat([kept, Buffer.from(chunk)]);
+      if (kept.length > KEPT_BYTES) kept = kept.subarray(kept.length - KEPT_BYTES);
+    },
+    text: () => kept.toString('utf8'),
+  };
+}
+
+/** A writable that keeps the last KEPT_BYTES of its bytes. */
+function tailSink() {
+  const tail = tailKeeper();
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      tail.add(chunk);
+      done();
+    },
+  });
+  sink.text = tail.text;
+  return sink;
+}
+
+/** Counts and hashes bytes as they pass, until its facts are taken. */
+function tally() {
+  const hash = crypto.createHash('sha256');
+  let bytes = 0;
+  let facts = null;
+  return {
+    add(chunk) {
+      if (facts) return;
+      hash.update(chunk);
+      bytes += chunk.length;
+    },
+    facts() {
+      facts = facts || { runnerBytes: bytes, runnerSha256: hash.digest('hex') };
+      return facts;
+    },
+  };
+}
+
+/** A child's end: `{code, error}`, `code` null when it did not exit by itself; it is killed after `waitMs`. */
+function childEnd(child, stderr) {
+  return new Promise((resolve) => {
+    let startError = null;
+    child.on('error', (error) => {
+      startError = error;
+    });
+    child.on('close', (code) => resolve({ code: startError ? null : code, error: startError ? `tar could not start: ${startError.message}` : stderr.text() }));
+  });
+}
+
+function within(promise, ms, onLate) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(onLate()), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Runs the exec of one attempt and resolves with what came of it:
+ * `{status}` (the `V1Status`, or null when the stream closed with none) or
+ * `{openError}` (the exec could not be opened, its message redacted).
+ */
+function runExec(exec, spec, command, streams, redact) {
+  return new Promise((resolve) => {
+    let settled = false;
+    const settle = (result) => {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    };
+    let opened;
+    try {
+      opened = Promise.resolve(exec(spec.namespace, spec.pod, spec.container, command, streams.stdout, streams.stderr, streams.stdin, false, (status) => settle({ status })));
+    } catch (error) {
+      opened = Promise.reject(error);
+    }
+    opened.then(
+      (socket) => {
+        // A stream that closed and never gave a status: none will come.
+        if (socket && typeof socket.on === 'function') socket.on('close', () => setTimeout(() => settle({ status: null }), 1000).unref());
+      },
+      (error) => settle({ openError: redact(String((error && error.message) || error)) }),
+    );
+  });
+}
+
+/** One attempt into the pod: the runner's tar into the exec's stdin. */
+async function attemptToPod({ exec, spec, script, args, redact }) {
+  const tarErr = tailKeeper();
+  const tar = spawn('tar', ['cf', '-', '--format=gnu', EXCLUDE, '-C', spec.from, '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  tar.stderr.on('data', (chunk) => tarErr.add(chunk));
+  const tarEnd = childEnd(tar, tarErr);
+  const counted = tally();
+  const stdin = new PassThrough();
+  tar.stdout.on('data', (chunk) => counted.add(chunk));
+  tar.stdout.pipe(stdin);
+  const stdout = tailSink();
+  const stderr = tailSink();
+  const command = ['sh', '-c', script, 'k8s-auth-preflight', ...args];
+  const ended = await runExec(exec, spec, command, { stdout, stderr, stdin }, redact);
+  const tarFacts = await within(tarEnd, ended.status ? END_WAIT_MS : 0, () => {
+    tar.kill('SIGKILL');
+    return { code: null, error: `${tarErr.text()}(tar was still running when the exec ended)` };
+  });
+  return {
+    type: 'copied',
+    ...counted.facts(),
+    runnerTar: tarFacts.code,
+    runnerTarError: tarFacts.error,
+    podOut: stdout.text(),
+    podErr: stderr.text(),
+    status: ended.status ? statusFacts(ended.status) : null,
+    openError: ended.openError,
+  };
+}
+
+/** One attempt out of the pod: the exec's stdout into the runner's tar. */
+async function attemptFromPod({ exec, spec, script, args, redact }) {
+  try {
+    fs.mkdirSync(spec.to, { recursive: true });
+  } catch {
+    // the runner's tar says why it cannot unpack there
+  }
+  const tarErr = tailKeeper();
+  const tar = spawn('tar', ['xf', '-', EXCLUDE, '-C', spec.to], { stdio: ['pipe', 'ignore', 'pipe'] });
+  tar.stderr.on('data', (chunk) => tarErr.add(chunk));
+  // A tar that ended early (it could not unpack there) reads no more.
+  tar.stdin.on('error', () => {});
+  const tarEnd = childEnd(tar, tarErr);
+  const counted = tally();
+  const stdout = new Writable({
+    write(chunk, _encoding, done) {
+      counted.add(chunk);
+      if (tar.stdin.destroyed || tar.stdin.write(chunk)) done();
+      else tar.stdin.once('drain', () => done());
+    },
+    final(done) {
+      tar.stdin.end();
+      done();
+    },
+  });
+  // Bytes a cut stream still delivers after its status are too late to
+  // count: written after the end, they are dropped.
+  stdout.on('error', () => {});
+  const finished = new Promise((resolve) => stdout.once('finish', () => resolve(true)));
+  const stderr = tailSink();
+  const command = ['sh', '-c', script, 'k8s-auth-preflight', ...args];
+  const ended = await runExec(exec, spec, command, { stdout, stderr, stdin: null }, redact);
+  // The status comes after the last byte: ended here, every byte that
+  // arrived is counted once 'finish' comes (whatever the client does with
+  // the stream later), and tar gets the end of its input.
+  stdout.end();
+  const whole = await within(finished, ended.status ? END_WAIT_MS : 0, () => false);
+  if (!whole) tar.stdin.destroy();
+  const tarFacts = await within(tarEnd, END_WAIT_MS, () => {
+    tar.kill('SIGKILL');
+    return { code: null, error: `${tarErr.text()}(tar was still running after the stream ended)` };
+  });
+  return {
+    type: 'copied',
+    ...counted.facts(),
+    runnerTar: tarFacts.code,
+    runnerTarError: tarFacts.error,
+    podOut: '',
+    podErr: stderr.text(),
+    // A stream whose last bytes never came through has no status to give.
+    status: whole && ended.status ? statusFacts(ended.status) : null,
+    openError: ended.openError,
+  };
+}
+
+async function copy(kc, direction, spec, options) {
+  const core = require('../pkg/k8s_auth_preflight.js');
+  const program = require('../pkg/pod-program.js');
+  const { callPolicy, plainExecOf } = require('./calls');
+  const state = callPolicy(kc, options);
+  const given = pick(spec !== null && typeof spec === 'object' ? spec : {});
+  const machine = new core.Copy({ direction, ...given });
+  try {
+    const exec = plainExecOf(kc, state);
+    const attempt = direction === 'toPod' ? attemptToPod : attemptFromPod;
+    const script = program[direction === 'toPod' ? 'copy-in' : 'copy-out'];
+    const outcome = await execute(
+      machine,
+      { act: (action) => attempt({ exec, spec: given, script, args: action.args, redact: state.redact }) },
+      { clock: state.clock, logger: state.logger },
+    );
+    if (!outcome.ok) {
+      const error = new Error(outcome.message);
+      error.code = 'PREFLIGHT_COPY_FAILED';
+      throw error;
+    }
+    return { attempts: outcome.attempts, bytes: outcome.bytes, sha256: outcome.sha256 };
+  } finally {
+    machine.free();
+  }
+}
+
+/** The spec's fields, read once (a getter is not asked twice). */
+function pick(spec) {
+  const { namespace, pod, container, from, to } = spec;
+  return { namespace, pod, container, from, to };
+}
+
+/**
+ * Copies the folder `from` of the runner into the folder `to` of the pod's
+ * container (its contents, as `tar -C from .`), with one exec when healthy;
+ * resolves `{attempts, bytes, sha256}` once the pod has unpacked the very
+ * bytes sent, and rejects (code PREFLIGHT_COPY_FAILED) otherwise.
+ */
+function copyToPod(kc, spec, options) {
+  return copy(kc, 'toPod', spec, options);
+}
+
+/**
+ * Copies the folder `from` of the pod's container into the runner's folder
+ * `to` (as `to/<from's last part>`), the same way.
+ */
+function copyFromPod(kc, spec, options) {
+  return copy(kc, 'fromPod', spec, options);
+}
+
+module.exports = { copyToPod, copyFromPod };

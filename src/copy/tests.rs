@@ -1,0 +1,429 @@
+use super::*;
+use crate::protocol::Level;
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+const SUM: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn names(pod: &str) -> [String; 3] {
+    ["ns".into(), pod.into(), "job".into()]
+}
+
+fn spec(direction: Direction) -> CopySpec {
+    CopySpec::new(direction, names("job"), "/src/dir".into(), "/__w".into()).unwrap()
+}
+
+fn report(tar: i64, bytes: u64, sum: &str) -> String {
+    format!("{REPORT_MARK} {tar} {bytes} {sum}\n")
+}
+
+fn success() -> Option<ExecStatus> {
+    Some(ExecStatus {
+        status: "Success".into(),
+        ..Default::default()
+    })
+}
+
+/// An attempt into the pod where both sides agree and both tars ended well.
+fn whole_in() -> Attempt {
+    Attempt {
+        runner_bytes: 10240,
+        runner_sha256: SUM.into(),
+        runner_tar: Some(0),
+        pod_out: report(0, 10240, SUM),
+        status: success(),
+        ..Default::default()
+    }
+}
+
+/// The same out of the pod: the report on stderr after tar's own words.
+fn whole_out() -> Attempt {
+    Attempt {
+        pod_out: String::new(),
+        pod_err: format!("tar: removing leading /\n{}", report(0, 10240, SUM)),
+        ..whole_in()
+    }
+}
+
+#[test]
+fn both_ways_the_same_bytes_with_both_tars_well_are_accepted() {
+    let want = Verdict::Accept {
+        bytes: 10240,
+        sha256: SUM.into(),
+    };
+    assert_eq!(verdict(Direction::ToPod, &whole_in()), want);
+    assert_eq!(verdict(Direction::FromPod, &whole_out()), want);
+}
+
+#[test]
+fn a_report_on_the_other_stream_is_not_taken() {
+    // Out of the pod, stdout is the archive: a report there is data.
+    let mut a = whole_out();
+    std::mem::swap(&mut a.pod_out, &mut a.pod_err);
+    assert!(matches!(verdict(Direction::FromPod, &a), Verdict::Fail(_)));
+    let mut a = whole_in();
+    std::mem::swap(&mut a.pod_out, &mut a.pod_err);
+    assert!(matches!(verdict(Direction::ToPod, &a), Verdict::Fail(_)));
+}
+
+#[test]
+fn bytes_that_differ_in_count_or_in_hash_are_copied_again_whatever_the_tars_said() {
+    for (bytes, sum) in [(10239, SUM), (10240, OTHER), (0, OTHER)] {
+        for direction in [Direction::ToPod, Direction::FromPod] {
+            let mut a = if direction == Direction::ToPod {
+                whole_in()
+            } else {
+                whole_out()
+            };
+            a.runner_bytes = bytes;
+            a.runner_sha256 = sum.into();
+            // A tar that failed on a short archive changes nothing: the
+            // bytes did not arrive, so another copy may.
+            a.runner_tar = Some(2);
+            match verdict(direction, &a) {
+                Verdict::Again(why) => assert!(why.contains("were sent"), "{why}"),
+                other => panic!("{direction:?} {bytes} {sum}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_cut_stream_or_no_status_is_copied_again_never_accepted() {
+    for reason in crate::durable::INCOMPLETE {
+        let mut a = whole_in();
+        a.status = Some(ExecStatus {
+            status: "Failure".into(),
+            reason: reason.to_string(),
+            message: "cut".into(),
+            exit_code: None,
+        });
+        assert!(
+            matches!(verdict(Direction::ToPod, &a), Verdict::Again(_)),
+            "{reason}"
+        );
+    }
+    let mut a = whole_in();
+    a.status = None;
+    assert!(matches!(verdict(Direction::ToPod, &a), Verdict::Again(_)));
+}
+
+#[test]
+fn an_exec_that_could_not_be_opened_fails_at_once_with_the_clients_message() {
+    let mut a = whole_in();
+    a.open_error = Some("pods \"job\" not found".into());
+    assert_eq!(
+        verdict(Direction::ToPod, &a),
+        Verdict::Fail("its exec could not be opened: pods \"job\" not found".into())
+    );
+}
+
+#[test]
+fn a_packing_tar_that_saw_files_change_copies_again_any_other_failure_is_final() {
+    let mut a = whole_in();
+    a.runner_tar = Some(1);
+    a.runner_tar_error = "tar: ./log: file changed as we read it".into();
+    match verdict(Direction::ToPod, &a) {
+        Verdict::Again(why) => assert!(
+            why.contains("file changed as we read it") && why.contains("runner"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    a.runner_tar = Some(2);
+    match verdict(Direction::ToPod, &a) {
+        Verdict::Fail(why) => assert!(
+            why.contains("tar could not pack in the runner (exited with 2)"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    a.runner_tar = None;
+    assert!(matches!(verdict(Direction::ToPod, &a), Verdict::Fail(_)));
+    // Out of the pod the packing tar is the pod's, its words before the report.
+    let mut a = whole_out();
+    a.pod_err = format!(
+        "tar: x: file changed as we read it\n{}",
+        report(1, 10240, SUM)
+    );
+    match verdict(Direction::FromPod, &a) {
+        Verdict::Again(why) => assert!(
+            why.contains("in the pod") && why.contains("x: file changed"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unpacking_tar_that_failed_on_whole_bytes_is_final_with_its_words() {
+    let mut a = whole_in();
+    a.pod_out = report(2, 10240, SUM);
+    a.pod_err = "tar: /__w/x: Cannot open: No space left on device\n".into();
+    match verdict(Direction::ToPod, &a) {
+        Verdict::Fail(why) => assert!(
+            why.contains("unpack in the pod (exited with 2)") && why.contains("No space left"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let mut a = whole_out();
+    a.runner_tar = Some(2);
+    a.runner_tar_error = "tar: Cannot mkdir: Permission denied".into();
+    match verdict(Direction::FromPod, &a) {
+        Verdict::Fail(why) => assert!(
+            why.contains("unpack in the runner") && why.contains("Permission denied"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn no_report_fails_with_the_status_and_what_the_pod_said() {
+    let mut a = whole_in();
+    a.pod_out = String::new();
+    a.pod_err = "sh: sha256sum: not found\n".into();
+    a.status = Some(ExecStatus {
+        status: "Failure".into(),
+        reason: "NonZeroExitCode".into(),
+        message: "command terminated: error executing command [sh -c <the whole script>]".into(),
+        exit_code: Some("127".into()),
+    });
+    let Verdict::Fail(why) = verdict(Direction::ToPod, &a) else {
+        panic!()
+    };
+    assert_eq!(
+        why,
+        "the pod did not report the bytes it got (its script exited with 127): sh: sha256sum: not found"
+    );
+    // A status with no exit code (a Failure of another kind) says its status.
+    a.status = Some(ExecStatus {
+        status: "Failure".into(),
+        ..Default::default()
+    });
+    let Verdict::Fail(why) = verdict(Direction::ToPod, &a) else {
+        panic!()
+    };
+    assert!(why.contains("(its status was Failure)"), "{why}");
+}
+
+#[test]
+fn a_report_line_is_read_whole_or_not_at_all() {
+    let good = report(0, 5, SUM);
+    assert_eq!(
+        Report::find(&good),
+        Some((
+            Report {
+                tar: 0,
+                bytes: 5,
+                sha256: SUM.into()
+            },
+            ""
+        ))
+    );
+    assert_eq!(
+        Report::find(&format!("a\nb\n{good}")).map(|r| r.1),
+        Some("a\nb\n")
+    );
+    for bad in [
+        good.trim_end().to_string(),            // no newline: cut before the end
+        format!("{good}more\n"),                // something after it
+        good.replace(SUM, &SUM[..63]),          // a short hash
+        good.replace(SUM, &SUM.to_uppercase()), // not ours
+        good.replace(" 5 ", " -5 "),
+        good.replace(" 5 ", "  5 "),
+        good.replace(" 5 ", " 99999999999999999999 "),
+        format!("{} extra\n", good.trim_end()),
+        good.replace(REPORT_MARK, "other"),
+        String::new(),
+    ] {
+        assert_eq!(Report::find(&bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn a_long_tar_message_is_cut_at_a_character_not_in_one() {
+    let mut a = whole_in();
+    a.runner_tar = Some(2);
+    a.runner_tar_error = "é".repeat(1000);
+    let Verdict::Fail(why) = verdict(Direction::ToPod, &a) else {
+        panic!()
+    };
+    assert!(why.len() < 700 && why.contains("...é"), "{}", why.len());
+}
+
+fn run_to_end(direction: Direction, attempts: &[Attempt]) -> (Vec<CopyAction>, u64) {
+    let mut run = CopyRun::new(spec(direction));
+    let mut now = 1_000;
+    let mut actions = Vec::new();
+    let mut given = 0;
+    for _ in 0..100 {
+        let action = run.poll(now);
+        actions.push(action.clone());
+        match action {
+            CopyAction::Copy { .. } => {
+                run.on_attempt(now, &attempts[given]);
+                given += 1;
+            }
+            CopyAction::Wait { until_ms } => now = until_ms.expect("a copy waits for a time"),
+            CopyAction::Done { .. } => return (actions, now),
+            CopyAction::Log { .. } => {}
+        }
+    }
+    panic!("no end: {actions:?}");
+}
+
+fn outcome(actions: &[CopyAction]) -> &CopyOutcome {
+    match actions.last() {
+        Some(CopyAction::Done { outcome }) => outcome,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_healthy_copy_is_one_attempt_with_nothing_said() {
+    let (actions, now) = run_to_end(Direction::ToPod, &[whole_in()]);
+    assert_eq!(
+        actions[0],
+        CopyAction::Copy {
+            attempt: 1,
+            args: vec!["/__w".into()]
+        }
+    );
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert_eq!(now, 1_000);
+    assert_eq!(
+        outcome(&actions),
+        &CopyOutcome {
+            ok: true,
+            attempts: 1,
+            bytes: 10240,
+            sha256: SUM.into(),
+            message: String::new()
+        }
+    );
+}
+
+#[test]
+fn a_cut_then_a_whole_copy_waits_then_succeeds_with_a_warning_and_a_line() {
+    let mut cut = whole_in();
+    cut.status = None;
+    let (actions, now) = run_to_end(Direction::ToPod, &[cut, whole_in()]);
+    assert_eq!(now, 1_000 + WAITS_MS[0]);
+    let logs: Vec<_> = actions
+        .iter()
+        .filter_map(|a| match a {
+            CopyAction::Log { level, message } => Some((*level, message.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    assert_eq!(logs[0].0, Level::Warning);
+    assert!(
+        logs[0].1.contains(
+            "copy of /src/dir into pod job at /__w did not arrive whole (attempt 1 of 5)"
+        ),
+        "{}",
+        logs[0].1
+    );
+    assert_eq!(logs[1].0, Level::Info);
+    assert!(outcome(&actions).ok);
+    assert_eq!(outcome(&actions).attempts, 2);
+}
+
+#[test]
+fn copies_that_never_arrive_whole_end_after_every_attempt_as_a_failure_never_accepted() {
+    let mut bad = whole_in();
+    bad.runner_sha256 = OTHER.into();
+    let (actions, now) = run_to_end(Direction::ToPod, &vec![bad; ATTEMPTS as usize]);
+    let o = outcome(&actions);
+    assert!(!o.ok);
+    assert_eq!(o.attempts, ATTEMPTS);
+    assert!(
+        o.message.contains("did not arrive whole in 5 attempts")
+            && o.message.contains("other bytes in their place"),
+        "{}",
+        o.message
+    );
+    assert_eq!(now, 1_000 + WAITS_MS.iter().sum::<u64>());
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|a| matches!(a, CopyAction::Copy { .. }))
+            .count(),
+        ATTEMPTS as usize
+    );
+}
+
+#[test]
+fn a_final_failure_makes_no_second_attempt() {
+    let mut a = whole_in();
+    a.open_error = Some("forbidden".into());
+    let (actions, _) = run_to_end(Direction::FromPod, &[a]);
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|a| matches!(a, CopyAction::Copy { .. }))
+            .count(),
+        1
+    );
+    let o = outcome(&actions);
+    assert!(!o.ok);
+    assert_eq!(o.message, "k8s-auth-preflight: the copy of /src/dir out of pod job into /__w failed: its exec could not be opened: forbidden");
+}
+
+#[test]
+fn a_report_out_of_turn_is_ignored() {
+    let mut run = CopyRun::new(spec(Direction::ToPod));
+    run.on_attempt(0, &whole_in());
+    assert!(matches!(run.poll(0), CopyAction::Copy { attempt: 1, .. }));
+}
+
+#[test]
+fn pod_folders_copied_out_are_split_as_tar_needs_them() {
+    let parts = |from: &str| {
+        CopySpec::new(Direction::FromPod, names("p"), from.into(), "/r".into())
+            .map(|s| s.pod_args())
+    };
+    assert_eq!(
+        parts("/__w/_temp/_runner_file_commands"),
+        Ok(vec!["/__w/_temp".into(), "_runner_file_commands".into()])
+    );
+    assert_eq!(parts("/__w/"), Ok(vec!["/".into(), "__w".into()]));
+    assert_eq!(parts("x"), Ok(vec![".".into(), "x".into()]));
+    assert_eq!(parts("a b/c\nd"), Ok(vec!["a b".into(), "c\nd".into()]));
+    for bad in ["/", "//", "/x/..", ".", "/x/."] {
+        assert_eq!(
+            parts(bad),
+            Err(BadSpec {
+                field: "from",
+                problem: "names no folder (it is / or ends in . or ..)"
+            }),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn empty_or_nul_paths_are_refused_by_name() {
+    let new = |pod: &str, from: &str, to: &str| {
+        CopySpec::new(Direction::ToPod, names(pod), from.into(), to.into())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(new("", "/a", "/b"), Err("pod is empty".into()));
+    assert_eq!(new("p", "", "/b"), Err("from is empty".into()));
+    assert_eq!(new("p", "/a", "/b\0c"), Err("to holds a NUL byte".into()));
+    assert!(new("p", "/a", "/b").is_ok());
+    let no_container = CopySpec::new(
+        Direction::ToPod,
+        ["ns".into(), "p".into(), String::new()],
+        "/a".into(),
+        "/b".into(),
+    );
+    assert_eq!(
+        no_container.map_err(|e| e.to_string()),
+        Err("container is empty".into())
+    );
+}

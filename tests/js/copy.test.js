@@ -1,0 +1,291 @@
+'use strict';
+// Copies into and out of a pod (docs/CALLS.md, "Copies"): one exec per
+// copy when healthy, accepted only when the pod's count and hash of the
+// archive are the runner's; a cut or a mismatch copies again, what would
+// fail again fails at once, and a copy is never accepted unverified. The
+// pod is a real folder whose execs are real processes (GNU tar, or
+// BusyBox's tar and sh); the runner's side is this machine's GNU tar.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+const util = require('node:util');
+
+const { consumer, preflight, NAMESPACE, TOKEN, tempDir, fastEnv } = require('./support/harness');
+const { POD, capture, podServer } = require('./support/durable-pod');
+
+const F = `[${consumer.flavour}]`;
+const MARK = 'k8s-auth-preflight-copy';
+
+// The copy's exec is a plain one: settings as a hook's, fast.
+const copyEnv = (overrides) => fastEnv({ EXEC_PONG_DEADLINE_MS: 2000, CALL_DEADLINE_MS: 20_000, ...overrides });
+
+function spec(from, to) {
+  return { namespace: NAMESPACE, pod: POD, container: 'job', from, to };
+}
+
+/** The copies' execs the server saw. */
+const copyExecs = (env) => env.server.execs.filter((e) => e.command.join(' ').includes(MARK));
+
+/**
+ * Every entry under `root` (names as bytes, hex): type, mode's user bits,
+ * size and content hash, or link target. Sorted, so two trees compare.
+ */
+function tree(root) {
+  const out = [];
+  const walk = (dir, rel) => {
+    for (const name of fs.readdirSync(dir, { encoding: 'buffer' })) {
+      const full = Buffer.concat([Buffer.from(`${dir}/`), name]);
+      const relName = rel ? Buffer.concat([rel, Buffer.from('/'), name]) : name;
+      const st = fs.lstatSync(full);
+      const key = relName.toString('hex');
+      if (st.isSymbolicLink()) out.push(`${key} link ${fs.readlinkSync(full, { encoding: 'buffer' }).toString('hex')}`);
+      else if (st.isDirectory()) {
+        out.push(`${key} dir`);
+        walk(full, relName);
+      } else out.push(`${key} file ${st.size} ${crypto.createHash('sha256').update(fs.readFileSync(full)).digest('hex')}`);
+    }
+  };
+  walk(root, null);
+  return out.sort();
+}
+
+/** A workspace with what a checkout holds at its edges. */
+function workspace(t) {
+  const src = tempDir(t, 'copy-src');
+  const at = (...parts) => path.join(src, ...parts);
+  fs.mkdirSync(at('a', 'empty'), { recursive: true });
+  fs.mkdirSync(at('deep', 'x'.repeat(90), 'y'.repeat(90)), { recursive: true });
+  fs.writeFileSync(at('deep', 'x'.repeat(90), 'y'.repeat(90), 'long name, over 100 bytes in all'), 'long\n');
+  fs.writeFileSync(at('a', 'f'), 'hello\n');
+  fs.writeFileSync(at('name with spaces'), 'spaces\n');
+  fs.writeFileSync(at('new\nline'), 'newline\n');
+  fs.writeFileSync(Buffer.concat([Buffer.from(`${src}/`), Buffer.from([0x6e, 0xff, 0xfe, 0x2e])]), 'not utf-8\n');
+  fs.writeFileSync(at('binary'), crypto.randomBytes(300_000));
+  fs.symlinkSync('a/f', at('link'));
+  fs.symlinkSync('/nowhere', at('dangling'));
+  fs.writeFileSync(at('read-only'), 'ro\n', { mode: 0o444 });
+  fs.mkdirSync(at('closed'), { mode: 0o555 });
+  fs.mkdirSync(at('_runner_hook_responses'));
+  fs.writeFileSync(at('_runner_hook_responses', 'r.json'), '{}');
+  return src;
+}
+
+/** `tree` without the runner's own answers, which a copy leaves out. */
+const withoutResponses = (entries) => entries.filter((e) => !e.startsWith(Buffer.from('_runner_hook_responses').toString('hex')));
+
+/** A folder of BusyBox's applets named as the copy's utilities, and sh; null without busybox. */
+function busyboxBin(t) {
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  if (!busybox) return null;
+  const bin = tempDir(t, 'busybox-bin');
+  for (const name of ['sh', 'tar', 'sha256sum', 'tee', 'wc', 'mkfifo', 'mkdir', 'rm', 'cat', 'find', 'chmod', 'sleep']) fs.symlinkSync(busybox, path.join(bin, name));
+  return bin;
+}
+
+/** A program `name` in a new folder, for the pod's PATH before the real ones. */
+function wrapper(t, name, body) {
+  const bin = tempDir(t, `wrap-${name}`);
+  fs.writeFileSync(path.join(bin, name), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return bin;
+}
+
+const POD_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+for (const flavour of ['GNU tar and dash', 'BusyBox tar and sh']) {
+  test(`${F} ${flavour} in the pod: a workspace into the pod and back out, one exec each, the same files (names with spaces, newlines and bytes not UTF-8, links, empty folders, 100-byte paths), the runner's answers left out, modes as the hooks leave them`, async (t) => {
+    const bin = flavour.startsWith('BusyBox') ? busyboxBin(t) : null;
+    if (flavour.startsWith('BusyBox') && !bin) return t.skip('no busybox');
+    const env = await podServer(t, bin ? { podEnv: { PATH: bin } } : {});
+    const src = workspace(t);
+    const log = capture();
+    const options = { env: copyEnv(), logger: log.logger };
+    const into = path.join(env.folder(), 'w');
+    const r = await preflight.copyToPod(env.kc, spec(src, into), options);
+    assert.equal(r.attempts, 1);
+    assert.match(r.sha256, /^[0-9a-f]{64}$/);
+    assert.equal(copyExecs(env).length, 1, 'one exec into the pod');
+    assert.deepEqual(tree(into).map((e) => e.replace(/ file \d+ /, ' file ')).length, withoutResponses(tree(src)).length);
+    assert.deepEqual(tree(into), withoutResponses(tree(src)));
+    // The hooks' modes: u+rw on files, u+rwx on folders, nothing else touched.
+    assert.equal(fs.statSync(path.join(into, 'read-only')).mode & 0o777, 0o644);
+    assert.equal(fs.statSync(path.join(into, 'closed')).mode & 0o777, 0o755);
+    const back = tempDir(t, 'copy-back');
+    const r2 = await preflight.copyFromPod(env.kc, spec(into, back), options);
+    assert.equal(r2.attempts, 1);
+    assert.equal(copyExecs(env).length, 2, 'one exec out of the pod');
+    assert.deepEqual(tree(path.join(back, 'w')), withoutResponses(tree(src)));
+    assert.deepEqual(log.warning, []);
+  });
+}
+
+test(`${F} copying out leaves the runner's answers in place: a pod's _runner_hook_responses is never unpacked over them`, async (t) => {
+  const env = await podServer(t);
+  const inPod = path.join(env.folder(), '_temp');
+  fs.mkdirSync(path.join(inPod, '_runner_hook_responses'), { recursive: true });
+  fs.writeFileSync(path.join(inPod, '_runner_hook_responses', 'answer.json'), 'stale');
+  fs.writeFileSync(path.join(inPod, 'out.txt'), 'out');
+  const runner = tempDir(t, 'runner-work');
+  fs.mkdirSync(path.join(runner, '_temp', '_runner_hook_responses'), { recursive: true });
+  fs.writeFileSync(path.join(runner, '_temp', '_runner_hook_responses', 'answer.json'), 'fresh');
+  await preflight.copyFromPod(env.kc, spec(inPod, runner), { env: copyEnv(), logger: capture().logger });
+  assert.equal(fs.readFileSync(path.join(runner, '_temp', 'out.txt'), 'utf8'), 'out');
+  assert.equal(fs.readFileSync(path.join(runner, '_temp', '_runner_hook_responses', 'answer.json'), 'utf8'), 'fresh');
+});
+
+test(`${F} bytes that arrive different (the pod's hash is not the runner's): copied again, and accepted only when they agree`, async (t) => {
+  // The pod's sha256sum lies once: its first answer is another hash.
+  const flag = path.join(tempDir(t, 'flag'), 'lied');
+  const bin = wrapper(t, 'sha256sum', `if [ ! -e '${flag}' ]; then : > '${flag}'; cat >/dev/null; echo 0000000000000000000000000000000000000000000000000000000000000000 '-'; exit 0; fi\nexec /usr/bin/sha256sum "$@"`);
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+  const src = workspace(t);
+  const log = capture();
+  const into = path.join(env.folder(), 'w');
+  const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
+  assert.equal(r.attempts, 2);
+  assert.equal(copyExecs(env).length, 2);
+  assert.deepEqual(tree(into), withoutResponses(tree(src)));
+  assert.equal(log.warning.length, 1, log.warning.join('\n'));
+  assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\): \d+ bytes were sent and \d+ arrived, other bytes in their place; copying it again in 250 ms/);
+});
+
+test(`${F} bytes that never arrive whole: every attempt made, then a failure that says so, never a success`, async (t) => {
+  const bin = wrapper(t, 'sha256sum', `cat >/dev/null; echo 0000000000000000000000000000000000000000000000000000000000000000 '-'`);
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+  const log = capture();
+  const src = workspace(t);
+  await assert.rejects(preflight.copyToPod(env.kc, spec(src, path.join(env.folder(), 'w')), { env: copyEnv(), logger: log.logger }), (e) => {
+    assert.equal(e.code, 'PREFLIGHT_COPY_FAILED');
+    assert.match(e.message, /^k8s-auth-preflight: the copy of .* into pod .* at .* failed: it did not arrive whole in 5 attempts; the last: \d+ bytes were sent and \d+ arrived, other bytes in their place$/);
+    return true;
+  });
+  assert.equal(copyExecs(env).length, 5);
+  assert.equal(log.warning.length, 4);
+});
+
+test(`${F} a cut stream in the middle of a copy into the pod: copied again, the files whole`, async (t) => {
+  // The pod's tar waits a moment before reading, so the cut comes while
+  // the archive is on its way.
+  const bin = wrapper(t, 'tar', 'sleep 1\nexec /usr/bin/tar "$@"');
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+  const src = workspace(t);
+  fs.writeFileSync(path.join(src, 'big'), crypto.randomBytes(8 * 1024 * 1024));
+  const log = capture();
+  const into = path.join(env.folder(), 'w');
+  const copied = preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
+  await new Promise((r) => setTimeout(r, 500));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 300));
+  await env.server.setPhase('healthy');
+  const r = await copied;
+  assert.ok(r.attempts >= 2, `attempts ${r.attempts}`);
+  assert.deepEqual(tree(into), withoutResponses(tree(src)));
+  assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\)/);
+});
+
+test(`${F} a cut stream in the middle of a copy out of the pod: copied again, the files whole`, async (t) => {
+  const bin = wrapper(t, 'tar', 'sleep 1\nexec /usr/bin/tar "$@"');
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+  const inPod = path.join(env.folder(), 'w');
+  fs.mkdirSync(inPod, { recursive: true });
+  fs.writeFileSync(path.join(inPod, 'big'), crypto.randomBytes(8 * 1024 * 1024));
+  fs.writeFileSync(path.join(inPod, 'small'), 'small');
+  const log = capture();
+  const back = tempDir(t, 'copy-back');
+  const copied = preflight.copyFromPod(env.kc, spec(inPod, back), { env: copyEnv(), logger: log.logger });
+  await new Promise((r) => setTimeout(r, 500));
+  await env.server.setPhase('refuse');
+  await new Promise((r) => setTimeout(r, 300));
+  await env.server.setPhase('healthy');
+  const r = await copied;
+  assert.ok(r.attempts >= 2, `attempts ${r.attempts}`);
+  assert.deepEqual(tree(path.join(back, 'w')), tree(inPod));
+  assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\)/);
+});
+
+test(`${F} files that change while the runner's tar packs them: copied again; a folder that is not there: a failure at once, in tar's words`, async (t) => {
+  const env = await podServer(t);
+  const log = capture();
+  // This machine's tar, which says once that a file changed as it read it
+  // (GNU tar's status 1), as a file a build is writing makes it say.
+  const flag = path.join(tempDir(t, 'flag'), 'said');
+  const bin = wrapper(t, 'tar', `/usr/bin/tar "$@" || exit $?\nif [ ! -e '${flag}' ]; then : > '${flag}'; echo 'tar: ./a/f: file changed as we read it' >&2; exit 1; fi`);
+  const savedPath = process.env.PATH;
+  process.env.PATH = `${bin}:${savedPath}`;
+  t.after(() => {
+    process.env.PATH = savedPath;
+  });
+  const src = workspace(t);
+  const into = path.join(env.folder(), 'w');
+  const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
+  assert.equal(r.attempts, 2);
+  assert.match(log.warning[0], /files changed in the runner while tar packed them: tar: \.\/a\/f: file changed as we read it/);
+  await assert.rejects(preflight.copyToPod(env.kc, spec(path.join(src, 'missing'), into), { env: copyEnv(), logger: log.logger }), (e) => {
+    assert.equal(e.code, 'PREFLIGHT_COPY_FAILED');
+    assert.match(e.message, /tar could not pack in the runner \(exited with 2\): .*missing: Cannot (open|chdir)/);
+    return true;
+  });
+  assert.equal(copyExecs(env).length, 3, 'the failure made one exec');
+  await assert.rejects(preflight.copyFromPod(env.kc, spec(path.join(env.folder(), 'missing'), tempDir(t, 'back')), { env: copyEnv(), logger: log.logger }), (e) => {
+    assert.match(e.message, /out of pod .* failed: tar could not pack in the pod \(exited with 2\): tar: missing: Cannot stat/);
+    return true;
+  });
+  assert.equal(copyExecs(env).length, 4);
+});
+
+test(`${F} a pod folder tar cannot write into: a failure at once, saying so; nothing is accepted`, async (t) => {
+  const env = await podServer(t);
+  const src = workspace(t);
+  fs.mkdirSync(env.folder(), { recursive: true });
+  const blocker = path.join(env.folder(), 'file');
+  fs.writeFileSync(blocker, 'a file, not a folder');
+  await assert.rejects(preflight.copyToPod(env.kc, spec(src, path.join(blocker, 'w')), { env: copyEnv(), logger: capture().logger }), (e) => {
+    assert.equal(e.code, 'PREFLIGHT_COPY_FAILED');
+    assert.match(e.message, /the pod did not report the bytes it got \(its script exited with 1\): mkdir: .*Not a directory$/);
+    return true;
+  });
+  assert.equal(copyExecs(env).length, 1);
+});
+
+test(`${F} a container without sha256sum: nothing is unpacked, and the failure names what is missing`, async (t) => {
+  const bin = tempDir(t, 'no-sha');
+  for (const name of ['sh', 'tar', 'tee', 'wc', 'mkfifo', 'mkdir', 'rm', 'cat', 'find', 'chmod']) fs.symlinkSync(`/usr/bin/${name === 'sh' ? 'dash' : name}`, path.join(bin, name));
+  const env = await podServer(t, { podEnv: { PATH: bin } });
+  const into = path.join(env.folder(), 'w');
+  await assert.rejects(preflight.copyToPod(env.kc, spec(workspace(t), into), { env: copyEnv(), logger: capture().logger }), /the container has no sha256sum/);
+  assert.equal(fs.existsSync(into), false);
+});
+
+test(`${F} bad specs: a clear error before any exec, naming the field`, async (t) => {
+  const env = await podServer(t);
+  const options = { env: copyEnv(), logger: capture().logger };
+  const good = spec('/tmp', '/w');
+  for (const [bad, message] of [
+    [null, /spec: namespace: expected a string, got undefined|namespace/],
+    [{ ...good, pod: 5 }, /pod: expected a string, got a number/],
+    [{ ...good, container: '' }, /container: is empty/],
+    [{ ...good, to: 'a\0b' }, /to: holds a NUL byte/],
+  ]) {
+    await assert.rejects(preflight.copyToPod(env.kc, bad, options), (e) => {
+      assert.equal(e.code, 'PREFLIGHT_BAD_INPUT', e.message);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+  await assert.rejects(preflight.copyFromPod(env.kc, { ...good, from: '/' }, options), /from: names no folder/);
+  assert.equal(copyExecs(env).length, 0);
+});
+
+test(`${F} an exec refused for good (403, its body echoing the token): a failure at once, the token in no part of the error`, async (t) => {
+  const env = await podServer(t);
+  await env.server.setPhase('forbidden403', { echoToken: true });
+  let error;
+  await preflight.copyToPod(env.kc, spec(workspace(t), '/w'), { env: copyEnv(), logger: capture().logger }).catch((e) => {
+    error = e;
+  });
+  assert.ok(error, 'rejected');
+  assert.match(error.message, /its exec could not be opened/);
+  for (const form of [error.message, error.stack, util.inspect(error, { depth: 10, showHidden: true })]) assert.ok(!form.includes(TOKEN), form);
+});
