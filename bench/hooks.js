@@ -9,19 +9,22 @@
 //   tiny   two files in the checkout, nothing in _temp but the runner's folders
 //   real   a checkout the size of a real one (--files files in --dirs
 //          folders, 0.2 to 16 KB each) and --temp-files files in _temp
+//   big    one file of --big-mb MB in the checkout
 //
 // Each job has its own runner folders (so the integrated prepare_job asks
 // the API its one review, as on a runner) and runs in a network namespace
 // with the loopback apiserver (tests/js/support/netns-job-server.js, every
 // exec a real process in the pod's folder), no fault. A job whose hooks do
 // not all do what they should (exit codes, output) stops the run: a fast
-// wrong job is no measurement. Also counted: the API requests of each hook.
+// wrong job is no measurement. Also counted: the API requests and the execs
+// of each hook.
 //
 //   node tests/js/support/prepare.js && node tests/hooks/build.js   # once
-//   node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real]
-//       [--files 2000] [--dirs 100] [--temp-files 500] [--write]
+//   node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real,big]
+//       [--files 2000] [--dirs 100] [--temp-files 500] [--big-mb 1024] [--write [--out file]]
 //
-// --write writes bench/results/hooks-healthy.md. Needs root, ip and iptables.
+// --write writes bench/results/hooks-healthy.md (or --out). Needs root, ip
+// and iptables.
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -40,10 +43,10 @@ const HOOKS = ['prepare_job', 'run_script_step', 'run_container_step', 'cleanup_
 const VARIANTS = ['plain', 'integrated'];
 const HOOK_TIMEOUT_MS = 300_000;
 const SERVER_MAX_RUN_MS = 6 * 3600_000;
-const USAGE = 'usage: node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real] [--files 2000] [--dirs 100] [--temp-files 500] [--write]';
+const USAGE = 'usage: node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real,big] [--files 2000] [--dirs 100] [--temp-files 500] [--big-mb 1024] [--write [--out file]]';
 
 function parseArgs(argv) {
-  const o = { jobs: 10, releases: RELEASES.map((r) => r.name), workspaces: ['tiny', 'real'], files: 2000, dirs: 100, tempFiles: 500, write: false };
+  const o = { jobs: 10, releases: RELEASES.map((r) => r.name), workspaces: ['tiny', 'real'], files: 2000, dirs: 100, tempFiles: 500, bigMb: 1024, write: false, out: RESULTS };
   const count = (flag, v, min) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new Error(`${flag} wants a whole number >= ${min}, got ${JSON.stringify(v)}\n${USAGE}`);
@@ -59,7 +62,9 @@ function parseArgs(argv) {
     const a = argv[i];
     if (a === '--jobs') o.jobs = count(a, argv[++i], 1);
     else if (a === '--releases') o.releases = list(a, argv[++i], RELEASES.map((r) => r.name));
-    else if (a === '--workspaces') o.workspaces = list(a, argv[++i], ['tiny', 'real']);
+    else if (a === '--workspaces') o.workspaces = list(a, argv[++i], ['tiny', 'real', 'big']);
+    else if (a === '--big-mb') o.bigMb = count(a, argv[++i], 1);
+    else if (a === '--out') o.out = path.resolve(String(argv[++i]));
     else if (a === '--files') o.files = count(a, argv[++i], 1);
     else if (a === '--dirs') o.dirs = count(a, argv[++i], 1);
     else if (a === '--temp-files') o.tempFiles = count(a, argv[++i], 0);
@@ -72,6 +77,7 @@ function parseArgs(argv) {
 /** The runner's files for a workspace: { files, tempFiles } as makeRunner takes them (the same bytes every job). */
 function workspaceFiles(kind, o) {
   if (kind === 'tiny') return { files: { 'README.md': 'the checkout\n', 'src/main.c': 'int main(void) { return 0; }\n' }, tempFiles: {} };
+  if (kind === 'big') return { files: { 'README.md': 'the checkout\n', 'big.bin': Buffer.alloc(o.bigMb * 1024 * 1024, 7) }, tempFiles: {} };
   const files = { 'README.md': 'the checkout\n' };
   const sized = (seed) => {
     const bytes = 200 + (crypto.createHash('sha256').update(seed).digest().readUInt32BE(0) % 16_000);
@@ -89,17 +95,19 @@ const SCRIPT = 'echo "the step"\necho "RESULT=ok" >> "$GITHUB_ENV"\n';
 async function oneJob({ ns, server }, bundle, files) {
   const runner = makeRunner(files);
   try {
+    const counts = async () => ({ requests: (await server.call('requests')).length, execs: (await server.call('execs')).length });
     const run = async (command, args, state) => {
-      const before = (await server.call('requests')).length;
+      const before = await counts();
       const r = await runHook({ spawn: ns.spawn, bundle, runner, kubeconfig: server.kubeconfig, command, args, state, timeoutMs: HOOK_TIMEOUT_MS });
-      const after = (await server.call('requests')).length;
-      return { r, requests: after - before };
+      const after = await counts();
+      return { r, requests: after.requests - before.requests, execs: after.execs - before.execs };
     };
-    const out = { ms: {}, requests: {} };
-    const keep = (hook, { r, requests }, check) => {
+    const out = { ms: {}, requests: {}, execs: {} };
+    const keep = (hook, { r, requests, execs }, check) => {
       if (!check(r)) throw new Error(`${bundle}: an unhealthy job\n${describeHook(hook, r)}`);
       out.ms[hook] = r.ms;
       out.requests[hook] = requests;
+      out.execs[hook] = execs;
       return r;
     };
     const prepare = keep('prepare_job', await run('prepare_job', inputs.prepareJob({ services: false })), (r) => r.code === 0 && r.response && r.response.state);
@@ -142,7 +150,8 @@ async function main() {
         for (const hook of HOOKS) {
           const m = Object.fromEntries(VARIANTS.map((v) => [v, median(got[v].map((j) => j.ms[hook]))]));
           const req = Object.fromEntries(VARIANTS.map((v) => [v, median(got[v].map((j) => j.requests[hook]))]));
-          rows.push({ release: name, workspace: kind, hook, plain: m.plain, integrated: m.integrated, ratio: m.integrated / m.plain, requests: req });
+          const execs = Object.fromEntries(VARIANTS.map((v) => [v, median(got[v].map((j) => j.execs[hook]))]));
+          rows.push({ release: name, workspace: kind, hook, plain: m.plain, integrated: m.integrated, ratio: m.integrated / m.plain, requests: req, execs });
         }
       } finally {
         await server.close();
@@ -152,19 +161,19 @@ async function main() {
     }
   }
 
-  const describeWorkspace = (kind) => (kind === 'tiny' ? 'tiny' : `real (${o.files} files, ${o.tempFiles} in _temp)`);
+  const describeWorkspace = (kind) => ({ tiny: 'tiny', real: `real (${o.files} files, ${o.tempFiles} in _temp)`, big: `one ${o.bigMb} MB file` })[kind];
   const lines = [
     `Healthy jobs through the hooks' real bundles, plain and integrated: median of ${o.jobs} jobs each, interleaved, one run (${fmtMs(performance.now() - started)} in all; Node ${process.version}, ${os.cpus().length} cores).`,
     '',
     '    node bench/hooks.js ' + process.argv.slice(2).filter((a) => a !== '--write').join(' '),
     '',
-    '| release | workspace | hook | plain | integrated | integrated / plain | API requests, plain / integrated |',
-    '| --- | --- | --- | ---: | ---: | ---: | ---: |',
-    ...rows.map((r) => `| ${r.release} | ${describeWorkspace(r.workspace)} | ${r.hook} | ${fmtMs(r.plain)} | ${fmtMs(r.integrated)} | ${r.ratio.toFixed(3)}x | ${r.requests.plain} / ${r.requests.integrated} |`),
+    '| release | workspace | hook | plain | integrated | integrated / plain | API requests, plain / integrated | execs, plain / integrated |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |',
+    ...rows.map((r) => `| ${r.release} | ${describeWorkspace(r.workspace)} | ${r.hook} | ${fmtMs(r.plain)} | ${fmtMs(r.integrated)} | ${r.ratio.toFixed(3)}x | ${r.requests.plain} / ${r.requests.integrated} | ${r.execs.plain} / ${r.execs.integrated} |`),
     '',
   ];
   process.stdout.write(lines.join('\n'));
-  if (o.write) fs.writeFileSync(RESULTS, `# ${lines[0]}\n${lines.slice(1).join('\n')}`);
+  if (o.write) fs.writeFileSync(o.out, `# ${lines[0]}\n${lines.slice(1).join('\n')}`);
 }
 
 main().catch((err) => {

@@ -16,10 +16,13 @@ const { statusFacts } = require('./facts');
 // is kept for the core: the report line and tar's last words.
 const KEPT_BYTES = 16 * 1024;
 
-// After the exec's status, how long the runner's tar and the stream's last
-// bytes get to end before they are given up on (a tar that hangs must not
-// hang the copy; a healthy one ends at once).
-const END_WAIT_MS = 120_000;
+// After the exec's status, how long the runner's unpacking tar gets to
+// write what it has (a large file to a slow disk), and the packing tar to
+// exit (the pod read its stream to the end before it reported, so a
+// healthy one has exited or is exiting), before either is given up on and
+// killed: a tar that hangs must not hang the copy.
+const UNPACK_WAIT_MS = 120_000;
+const PACK_EXIT_WAIT_MS = 10_000;
 
 // What the runner's tar leaves out both ways: the runner's own answers to
 // the hook, which it writes while the hook runs.
@@ -90,9 +93,10 @@ function within(promise, ms, onLate) {
 /**
  * Runs the exec of one attempt and resolves with what came of it:
  * `{status}` (the `V1Status`, or null when the stream closed with none) or
- * `{openError}` (the exec could not be opened, its message redacted).
+ * `{openError}` (the exec could not be opened: its error's facts, the
+ * credential hidden).
  */
-function runExec(exec, spec, command, streams, redact) {
+function runExec(exec, spec, command, streams, describeError) {
   return new Promise((resolve) => {
     let settled = false;
     const settle = (result) => {
@@ -111,13 +115,13 @@ function runExec(exec, spec, command, streams, redact) {
         // A stream that closed and never gave a status: none will come.
         if (socket && typeof socket.on === 'function') socket.on('close', () => setTimeout(() => settle({ status: null }), 1000).unref());
       },
-      (error) => settle({ openError: redact(String((error && error.message) || error)) }),
+      (error) => settle({ openError: describeError(error, false) }),
     );
   });
 }
 
 /** One attempt into the pod: the runner's tar into the exec's stdin. */
-async function attemptToPod({ exec, spec, script, args, redact }) {
+async function attemptToPod({ exec, spec, script, args, describeError }) {
   const tarErr = tailKeeper();
   const tar = spawn('tar', ['cf', '-', '--format=gnu', EXCLUDE, '-C', spec.from, '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
   tar.stderr.on('data', (chunk) => tarErr.add(chunk));
@@ -129,8 +133,13 @@ async function attemptToPod({ exec, spec, script, args, redact }) {
   const stdout = tailSink();
   const stderr = tailSink();
   const command = ['sh', '-c', script, 'k8s-auth-preflight', ...args];
-  const ended = await runExec(exec, spec, command, { stdout, stderr, stdin }, redact);
-  const tarFacts = await within(tarEnd, ended.status ? END_WAIT_MS : 0, () => {
+  const ended = await runExec(exec, spec, command, { stdout, stderr, stdin }, describeError);
+  // The exec takes no more: a tar still writing (the pod's script ended
+  // before reading it all) meets a closed pipe and ends.
+  tar.stdout.unpipe(stdin);
+  stdin.destroy();
+  tar.stdout.destroy();
+  const tarFacts = await within(tarEnd, PACK_EXIT_WAIT_MS, () => {
     tar.kill('SIGKILL');
     return { code: null, error: `${tarErr.text()}(tar was still running when the exec ended)` };
   });
@@ -142,12 +151,12 @@ async function attemptToPod({ exec, spec, script, args, redact }) {
     podOut: stdout.text(),
     podErr: stderr.text(),
     status: ended.status ? statusFacts(ended.status) : null,
-    openError: ended.openError,
+    openError: ended.openError || null,
   };
 }
 
 /** One attempt out of the pod: the exec's stdout into the runner's tar. */
-async function attemptFromPod({ exec, spec, script, args, redact }) {
+async function attemptFromPod({ exec, spec, script, args, describeError }) {
   try {
     fs.mkdirSync(spec.to, { recursive: true });
   } catch {
@@ -177,14 +186,14 @@ async function attemptFromPod({ exec, spec, script, args, redact }) {
   const finished = new Promise((resolve) => stdout.once('finish', () => resolve(true)));
   const stderr = tailSink();
   const command = ['sh', '-c', script, 'k8s-auth-preflight', ...args];
-  const ended = await runExec(exec, spec, command, { stdout, stderr, stdin: null }, redact);
+  const ended = await runExec(exec, spec, command, { stdout, stderr, stdin: null }, describeError);
   // The status comes after the last byte: ended here, every byte that
   // arrived is counted once 'finish' comes (whatever the client does with
   // the stream later), and tar gets the end of its input.
   stdout.end();
-  const whole = await within(finished, ended.status ? END_WAIT_MS : 0, () => false);
+  const whole = await within(finished, ended.status ? UNPACK_WAIT_MS : 0, () => false);
   if (!whole) tar.stdin.destroy();
-  const tarFacts = await within(tarEnd, END_WAIT_MS, () => {
+  const tarFacts = await within(tarEnd, UNPACK_WAIT_MS, () => {
     tar.kill('SIGKILL');
     return { code: null, error: `${tarErr.text()}(tar was still running after the stream ended)` };
   });
@@ -197,7 +206,7 @@ async function attemptFromPod({ exec, spec, script, args, redact }) {
     podErr: stderr.text(),
     // A stream whose last bytes never came through has no status to give.
     status: whole && ended.status ? statusFacts(ended.status) : null,
-    openError: ended.openError,
+    openError: ended.openError || null,
   };
 }
 
@@ -214,7 +223,7 @@ async function copy(kc, direction, spec, options) {
     const script = program[direction === 'toPod' ? 'copy-in' : 'copy-out'];
     const outcome = await execute(
       machine,
-      { act: (action) => attempt({ exec, spec: given, script, args: action.args, redact: state.redact }) },
+      { act: (action) => attempt({ exec, spec: given, script, args: action.args, describeError: state.describeError }) },
       { clock: state.clock, logger: state.logger },
     );
     if (!outcome.ok) {

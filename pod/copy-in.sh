@@ -17,6 +17,8 @@ for utility in tar sha256sum tee wc mkfifo mkdir rm cat find chmod; do
 	}
 done
 into=$1
+# (A folder named like an option is named as a path, for find.)
+case $into in -*) into=./$into ;; esac
 # One folder of this exec's own for the two FIFOs and what reads them
 # writes: a copy beside it (the hooks copy in parallel) has another pid.
 work=${TMPDIR:-/tmp}/k8s-auth-preflight-copy.$$

@@ -151,7 +151,7 @@ impl CopySpec {
 }
 
 /// What the host saw of one attempt.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Attempt {
     /// How many bytes of the archive the runner counted (sent into the
     /// pod, or received out of it).
@@ -170,9 +170,10 @@ pub struct Attempt {
     pub pod_err: String,
     /// The exec's status, if one came.
     pub status: Option<ExecStatus>,
-    /// The exec could not be opened: its error's message, as the caller's
-    /// client gave it (after that client's own retries).
-    pub open_error: Option<String>,
+    /// The exec could not be opened: its error's facts, as the caller's
+    /// client gave it (after that client's own retries), the credential
+    /// hidden.
+    pub open_error: Option<crate::classify::ErrorFacts>,
 }
 
 /// The parts of a `V1Status` the verdict reads.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::classify::ErrorFacts;
 use crate::protocol::Level;
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -109,10 +110,53 @@ fn a_cut_stream_or_no_status_is_copied_again_never_accepted() {
     assert!(matches!(verdict(Direction::ToPod, &a), Verdict::Again(_)));
 }
 
+/// An open error's facts: an HTTP status, or a code.
+fn open_error(status: Option<u16>, code: &str, message: &str) -> Option<ErrorFacts> {
+    Some(ErrorFacts {
+        status,
+        codes: if code.is_empty() {
+            vec![]
+        } else {
+            vec![code.into()]
+        },
+        message: message.into(),
+        ..Default::default()
+    })
+}
+
 #[test]
-fn an_exec_that_could_not_be_opened_fails_at_once_with_the_clients_message() {
+fn an_exec_that_could_not_be_opened_is_copied_again_when_it_may_pass_and_fails_when_it_will_not() {
+    // A copy may run twice: a set-up that may have reached the pod (a
+    // reset, a gateway's 502, a 403 while a token rotates) is copied again.
+    for (status, code, message) in [
+        (None, "ECONNRESET", "the set-up failed"),
+        (None, "ECONNREFUSED", "the set-up failed"),
+        (Some(502), "", "the set-up failed"),
+        (Some(403), "", "the set-up failed"),
+        // The `ws` client's words for an upgrade answered with a status.
+        (
+            None,
+            "",
+            "the set-up failed: Unexpected server response: 403",
+        ),
+    ] {
+        let mut a = whole_in();
+        a.open_error = open_error(status, code, message);
+        match verdict(Direction::ToPod, &a) {
+            Verdict::Again(why) => assert!(
+                why.starts_with("its exec could not be opened (")
+                    && why.contains("): the set-up failed"),
+                "{why}"
+            ),
+            other => panic!("{status:?} {code}: {other:?}"),
+        }
+    }
+    // No such pod: the same copy meets the same answer.
     let mut a = whole_in();
-    a.open_error = Some("pods \"job\" not found".into());
+    a.open_error = open_error(None, "", "Unexpected server response: 404");
+    assert!(matches!(verdict(Direction::ToPod, &a), Verdict::Fail(_)));
+    let mut a = whole_in();
+    a.open_error = open_error(Some(404), "", "pods \"job\" not found");
     assert_eq!(
         verdict(Direction::ToPod, &a),
         Verdict::Fail("its exec could not be opened: pods \"job\" not found".into())
@@ -360,7 +404,7 @@ fn copies_that_never_arrive_whole_end_after_every_attempt_as_a_failure_never_acc
 #[test]
 fn a_final_failure_makes_no_second_attempt() {
     let mut a = whole_in();
-    a.open_error = Some("forbidden".into());
+    a.open_error = open_error(Some(404), "", "not found");
     let (actions, _) = run_to_end(Direction::FromPod, &[a]);
     assert_eq!(
         actions
@@ -371,7 +415,7 @@ fn a_final_failure_makes_no_second_attempt() {
     );
     let o = outcome(&actions);
     assert!(!o.ok);
-    assert_eq!(o.message, "k8s-auth-preflight: the copy of /src/dir out of pod job into /__w failed: its exec could not be opened: forbidden");
+    assert_eq!(o.message, "k8s-auth-preflight: the copy of /src/dir out of pod job into /__w failed: its exec could not be opened: not found");
 }
 
 #[test]

@@ -26,8 +26,23 @@ const TAR_SOME_FILES_DIFFER: i64 = 1;
 
 /// What `attempt` of a copy `direction` came to.
 pub fn verdict(direction: Direction, attempt: &Attempt) -> Verdict {
-    if let Some(error) = &attempt.open_error {
-        return Verdict::Fail(format!("its exec could not be opened: {error}"));
+    if let Some(facts) = &attempt.open_error {
+        // Its client retried what may be retried for a command that must
+        // not run twice. A copy may run twice (the same archive unpacked
+        // over itself), so what may pass is copied again; what will not
+        // (no such pod, a bad credential) fails.
+        // (The `ws` client gives an upgrade's HTTP answer in its message.)
+        let facts = crate::failure_stage::with_upgrade_status(facts.clone());
+        return match crate::classify::classify(&facts, 0, std::time::Duration::ZERO) {
+            crate::classify::Class::Fatal { .. } => {
+                Verdict::Fail(format!("its exec could not be opened: {}", facts.message))
+            }
+            class => Verdict::Again(format!(
+                "its exec could not be opened ({}): {}",
+                class.why(),
+                facts.message
+            )),
+        };
     }
     let Some(status) = &attempt.status else {
         return Verdict::Again("its stream ended with no status".into());

@@ -227,11 +227,12 @@ describe("durable execs through the hooks' real bundles", { skip: SKIP, concurre
     });
 
     test(`${name}: a 10 s reset while prepare_job's copy into the pod is open: the copy is made again, the pod has every file whole, the job is green`, opts, async (t) => {
-      // 2,000 files: the hooks' copy runs `chmod` once per file in the same
-      // exec after unpacking, which keeps its stream open for seconds.
+      // 2,000 files and 256 MB: the copy's stream stays open for seconds
+      // (the plain hooks' copy ran `chmod` once per file; one exec of tar
+      // carries 2,000 small files in well under a second).
       const COUNT = 2000;
       const body = (i) => `file ${i}\n`.repeat(600);
-      const files = {};
+      const files = { 'big.bin': Buffer.alloc(256 * 1024 * 1024, 7) };
       for (let i = 0; i < COUNT; i++) files[`many/file-${i}`] = body(i);
       const j = await scriptJob(t, release, {
         files,
@@ -253,6 +254,8 @@ describe("durable execs through the hooks' real bundles", { skip: SKIP, concurre
       const many = path.join(j.podWork, 'repo', 'repo', 'many');
       const whole = fs.existsSync(many) ? fs.readdirSync(many).filter((n) => fs.readFileSync(path.join(many, n), 'utf8') === body(Number(n.slice('file-'.length)))).length : 0;
       assert.equal(whole, COUNT, `${whole} of ${COUNT} files whole in the pod\n${j.describe()}`);
+      const big = path.join(j.podWork, 'repo', 'repo', 'big.bin');
+      assert.equal(fs.existsSync(big) && fs.statSync(big).size, 256 * 1024 * 1024, `the big file whole in the pod\n${j.describe()}`);
       assertGreen(j);
       assertWholeOutput(j);
       assertStartedOnce(j);

@@ -132,7 +132,10 @@ function runHook({ spawn, node = process.execPath, bundle, runner, kubeconfig, c
 
 /** The hooks' stdout without the workflow-command lines (::debug::, ::warning::, ...) and our package's lines. */
 function withoutCommands(text) {
-  return text.replace(/^::[a-z-]+[^\n]*::[^\n]*\n/gm, '').replace(/^reattached to the script in pod [^\n]*\n/gm, '');
+  return text
+    .replace(/^::[a-z-]+[^\n]*::[^\n]*\n/gm, '')
+    .replace(/^reattached to the script in pod [^\n]*\n/gm, '')
+    .replace(/^The Kubernetes API answered [^\n]*\n/gm, '');
 }
 
 /** stderr without Node's own warnings about the hooks' dependencies (Buffer() in one of them). */

@@ -15,6 +15,7 @@ const util = require('node:util');
 
 const { consumer, preflight, NAMESPACE, TOKEN, tempDir, fastEnv } = require('./support/harness');
 const { POD, capture, podServer } = require('./support/durable-pod');
+const { tree, under } = require('./support/tree');
 
 const F = `[${consumer.flavour}]`;
 const MARK = 'k8s-auth-preflight-copy';
@@ -28,29 +29,6 @@ function spec(from, to) {
 
 /** The copies' execs the server saw. */
 const copyExecs = (env) => env.server.execs.filter((e) => e.command.join(' ').includes(MARK));
-
-/**
- * Every entry under `root` (names as bytes, hex): type, mode's user bits,
- * size and content hash, or link target. Sorted, so two trees compare.
- */
-function tree(root) {
-  const out = [];
-  const walk = (dir, rel) => {
-    for (const name of fs.readdirSync(dir, { encoding: 'buffer' })) {
-      const full = Buffer.concat([Buffer.from(`${dir}/`), name]);
-      const relName = rel ? Buffer.concat([rel, Buffer.from('/'), name]) : name;
-      const st = fs.lstatSync(full);
-      const key = relName.toString('hex');
-      if (st.isSymbolicLink()) out.push(`${key} link ${fs.readlinkSync(full, { encoding: 'buffer' }).toString('hex')}`);
-      else if (st.isDirectory()) {
-        out.push(`${key} dir`);
-        walk(full, relName);
-      } else out.push(`${key} file ${st.size} ${crypto.createHash('sha256').update(fs.readFileSync(full)).digest('hex')}`);
-    }
-  };
-  walk(root, null);
-  return out.sort();
-}
 
 /** A workspace with what a checkout holds at its edges. */
 function workspace(t) {
@@ -74,7 +52,11 @@ function workspace(t) {
 }
 
 /** `tree` without the runner's own answers, which a copy leaves out. */
-const withoutResponses = (entries) => entries.filter((e) => !e.startsWith(Buffer.from('_runner_hook_responses').toString('hex')));
+const withoutResponses = (entries) => under(entries, '_runner_hook_responses', false);
+
+/** The tree of `src` as a copy into the pod leaves it: without the runner's answers, files u+rw, folders u+rwx. */
+const asCopiedIn = (entries) =>
+  withoutResponses(entries).map((line) => line.replace(/ (file|dir) u(\d)/, (_m, kind, u) => ` ${kind} u${(Number(u) | (kind === 'file' ? 6 : 7)).toString(8)}`));
 
 /** A folder of BusyBox's applets named as the copy's utilities, and sh; null without busybox. */
 function busyboxBin(t) {
@@ -107,8 +89,7 @@ for (const flavour of ['GNU tar and dash', 'BusyBox tar and sh']) {
     assert.equal(r.attempts, 1);
     assert.match(r.sha256, /^[0-9a-f]{64}$/);
     assert.equal(copyExecs(env).length, 1, 'one exec into the pod');
-    assert.deepEqual(tree(into).map((e) => e.replace(/ file \d+ /, ' file ')).length, withoutResponses(tree(src)).length);
-    assert.deepEqual(tree(into), withoutResponses(tree(src)));
+    assert.deepEqual(tree(into), asCopiedIn(tree(src)));
     // The hooks' modes: u+rw on files, u+rwx on folders, nothing else touched.
     assert.equal(fs.statSync(path.join(into, 'read-only')).mode & 0o777, 0o644);
     assert.equal(fs.statSync(path.join(into, 'closed')).mode & 0o777, 0o755);
@@ -116,7 +97,7 @@ for (const flavour of ['GNU tar and dash', 'BusyBox tar and sh']) {
     const r2 = await preflight.copyFromPod(env.kc, spec(into, back), options);
     assert.equal(r2.attempts, 1);
     assert.equal(copyExecs(env).length, 2, 'one exec out of the pod');
-    assert.deepEqual(tree(path.join(back, 'w')), withoutResponses(tree(src)));
+    assert.deepEqual(tree(path.join(back, 'w')), tree(into));
     assert.deepEqual(log.warning, []);
   });
 }
@@ -146,7 +127,7 @@ test(`${F} bytes that arrive different (the pod's hash is not the runner's): cop
   const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
   assert.equal(r.attempts, 2);
   assert.equal(copyExecs(env).length, 2);
-  assert.deepEqual(tree(into), withoutResponses(tree(src)));
+  assert.deepEqual(tree(into), asCopiedIn(tree(src)));
   assert.equal(log.warning.length, 1, log.warning.join('\n'));
   assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\): \d+ bytes were sent and \d+ arrived, other bytes in their place; copying it again in 250 ms/);
 });
@@ -181,7 +162,7 @@ test(`${F} a cut stream in the middle of a copy into the pod: copied again, the 
   await env.server.setPhase('healthy');
   const r = await copied;
   assert.ok(r.attempts >= 2, `attempts ${r.attempts}`);
-  assert.deepEqual(tree(into), withoutResponses(tree(src)));
+  assert.deepEqual(tree(into), asCopiedIn(tree(src)));
   assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\)/);
 });
 
@@ -249,12 +230,14 @@ test(`${F} a pod folder tar cannot write into: a failure at once, saying so; not
   assert.equal(copyExecs(env).length, 1);
 });
 
-test(`${F} a container without sha256sum: nothing is unpacked, and the failure names what is missing`, async (t) => {
+test(`${F} a container without sha256sum: nothing is unpacked, and the failure names what is missing (a workspace larger than a pipe holds: the runner's tar is not left waiting)`, { timeout: 60_000 }, async (t) => {
   const bin = tempDir(t, 'no-sha');
   for (const name of ['sh', 'tar', 'tee', 'wc', 'mkfifo', 'mkdir', 'rm', 'cat', 'find', 'chmod']) fs.symlinkSync(`/usr/bin/${name === 'sh' ? 'dash' : name}`, path.join(bin, name));
   const env = await podServer(t, { podEnv: { PATH: bin } });
   const into = path.join(env.folder(), 'w');
-  await assert.rejects(preflight.copyToPod(env.kc, spec(workspace(t), into), { env: copyEnv(), logger: capture().logger }), /the container has no sha256sum/);
+  const src = workspace(t);
+  fs.writeFileSync(path.join(src, 'big'), crypto.randomBytes(4 * 1024 * 1024));
+  await assert.rejects(preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: capture().logger }), /its script exited with 127\): k8s-auth-preflight: the container has no sha256sum$/);
   assert.equal(fs.existsSync(into), false);
 });
 
@@ -278,14 +261,39 @@ test(`${F} bad specs: a clear error before any exec, naming the field`, async (t
   assert.equal(copyExecs(env).length, 0);
 });
 
-test(`${F} an exec refused for good (403, its body echoing the token): a failure at once, the token in no part of the error`, async (t) => {
+test(`${F} an exec whose set-up is refused (403, its body echoing the token): copied again (a copy may run twice), then a failure that says so, the token in no part of it`, async (t) => {
   const env = await podServer(t);
   await env.server.setPhase('forbidden403', { echoToken: true });
+  const log = capture();
   let error;
-  await preflight.copyToPod(env.kc, spec(workspace(t), '/w'), { env: copyEnv(), logger: capture().logger }).catch((e) => {
+  await preflight.copyToPod(env.kc, spec(workspace(t), '/w'), { env: copyEnv(), logger: log.logger }).catch((e) => {
     error = e;
   });
   assert.ok(error, 'rejected');
-  assert.match(error.message, /its exec could not be opened/);
-  for (const form of [error.message, error.stack, util.inspect(error, { depth: 10, showHidden: true })]) assert.ok(!form.includes(TOKEN), form);
+  assert.equal(error.code, 'PREFLIGHT_COPY_FAILED');
+  assert.match(error.message, /did not arrive whole in 5 attempts; the last: its exec could not be opened \(HTTP 403\)/);
+  assert.equal(log.warning.length, 4);
+  for (const form of [error.message, error.stack, util.inspect(error, { depth: 10, showHidden: true }), ...log.warning]) assert.ok(!form.includes(TOKEN), form);
+});
+
+test(`${F} an exec for a pod that is not there (404): a failure at once`, async (t) => {
+  const env = await podServer(t);
+  await assert.rejects(preflight.copyToPod(env.kc, { ...spec(workspace(t), '/w'), pod: 'no-such-pod' }, { env: copyEnv(), logger: capture().logger }), (e) => {
+    assert.equal(e.code, 'PREFLIGHT_COPY_FAILED');
+    assert.match(e.message, /into pod no-such-pod at \/w failed: its exec could not be opened: /);
+    return true;
+  });
+});
+
+test(`${F} folders named like options ('-w' in the pod, '-src' on the runner): copied as folders, both ways`, async (t) => {
+  const env = await podServer(t);
+  const base = tempDir(t, 'dash');
+  const src = path.join(base, '-src');
+  fs.mkdirSync(src);
+  fs.writeFileSync(path.join(src, 'f'), 'dash\n');
+  await preflight.copyToPod(env.kc, spec(src, '-w'), { env: copyEnv(), logger: capture().logger });
+  assert.equal(fs.readFileSync(path.join(env.folder(), '-w', 'f'), 'utf8'), 'dash\n');
+  const back = path.join(base, '-back');
+  await preflight.copyFromPod(env.kc, spec('-w', back), { env: copyEnv(), logger: capture().logger });
+  assert.equal(fs.readFileSync(path.join(back, '-w', 'f'), 'utf8'), 'dash\n');
 });

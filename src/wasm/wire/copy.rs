@@ -61,7 +61,7 @@ pub fn copy_facts(v: &JsValue) -> Result<Vec<Attempt>, Bad> {
             pod_out: optional(&f, "podOut")?,
             pod_err: optional(&f, "podErr")?,
             status,
-            open_error: optional(&f, "openError")?,
+            open_error: optional::<Option<crate::classify::ErrorFacts>>(&f, "openError")?,
         })
     })
 }
