@@ -297,3 +297,41 @@ test(`${F} folders named like options ('-w' in the pod, '-src' on the runner): c
   await preflight.copyFromPod(env.kc, spec('-w', back), { env: copyEnv(), logger: capture().logger });
   assert.equal(fs.readFileSync(path.join(back, '-w', 'f'), 'utf8'), 'dash\n');
 });
+
+test(`${F} a file that grows on the runner all through the copy (this machine's GNU tar, a real writer): the copy fails naming it, or arrives as a prefix of it; never other bytes`, { timeout: 120_000 }, async (t) => {
+  const env = await podServer(t);
+  const src = tempDir(t, 'growing');
+  const file = path.join(src, 'log');
+  fs.writeFileSync(file, '');
+  fs.writeFileSync(path.join(src, 'still'), 'still\n');
+  // A writer that appends a numbered line every millisecond until stopped.
+  const { spawn } = require('node:child_process');
+  const writer = spawn('sh', ['-c', `i=0; while [ $i -lt 200000 ]; do echo "line $i" >> '${file}'; i=$((i+1)); done`], { stdio: 'ignore' });
+  t.after(() => writer.kill('SIGKILL'));
+  await new Promise((r) => setTimeout(r, 300));
+  const log = capture();
+  const into = path.join(env.folder(), 'w');
+  let result = null;
+  let error = null;
+  await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger }).then(
+    (r) => {
+      result = r;
+    },
+    (e) => {
+      error = e;
+    },
+  );
+  writer.kill('SIGKILL');
+  if (error) {
+    assert.equal(error.code, 'PREFLIGHT_COPY_FAILED');
+    assert.match(error.message, /files changed in the runner while tar packed them: .*log: file changed as we read it/);
+  } else {
+    const got = fs.readFileSync(path.join(into, 'log'));
+    const now = fs.readFileSync(file);
+    assert.ok(got.length <= now.length && now.subarray(0, got.length).equals(got), `the pod's log is a prefix of the runner's (${got.length} of ${now.length} bytes)`);
+    assert.equal(fs.readFileSync(path.join(into, 'still'), 'utf8'), 'still\n');
+  }
+  t.diagnostic(error ? `failed after every attempt: ${log.warning.length} warnings` : `arrived at attempt ${result.attempts}`);
+  // Every attempt that saw the file change said so.
+  for (const w of log.warning) assert.match(w, /file changed as we read it|were sent and/);
+});
