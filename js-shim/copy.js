@@ -123,7 +123,21 @@ function runExec(exec, spec, command, streams, describeError) {
 /** One attempt into the pod: the runner's tar into the exec's stdin. */
 async function attemptToPod({ exec, spec, script, args, describeError }) {
   const tarErr = tailKeeper();
-  const tar = spawn('tar', ['cf', '-', '--format=gnu', EXCLUDE, '-C', spec.from, '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // What `from` holds, named one by one (NUL-separated on tar's stdin: any
+  // name, any number), not `.`: a `.` entry would give the pod's folder the
+  // runner's folder's mode and owner, and that folder may be `/`. The
+  // hooks' modes (u+rw, and u+x on folders) are given to what the archive
+  // carries, as it is packed: nothing the pod's folder held before is
+  // touched. (A folder that cannot be read names nothing: tar says why.)
+  let names = [];
+  try {
+    names = fs.readdirSync(spec.from, { encoding: 'buffer' });
+  } catch {
+    // tar's own error names the folder
+  }
+  const tar = spawn('tar', ['cf', '-', '--format=gnu', '--mode=u+rwX', EXCLUDE, '-C', spec.from, '--null', '-T', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  tar.stdin.on('error', () => {});
+  tar.stdin.end(Buffer.concat(names.flatMap((name) => [name, Buffer.from([0])])));
   tar.stderr.on('data', (chunk) => tarErr.add(chunk));
   const tarEnd = childEnd(tar, tarErr);
   const counted = tally();

@@ -5,20 +5,19 @@
 # (src/copy/report.rs):
 #   k8s-auth-preflight-copy <tar's exit status> <bytes> <sha256>
 # The host accepts the copy only when they are the bytes it sent, so no
-# listing of the files is needed after. Then each file gets u+rw and each
-# folder u+rwx where it lacks them, as the hooks' own copy leaves them.
+# listing of the files is needed after. (The modes the hooks give, u+rw and
+# u+x on folders, come in the archive: nothing here walks the folder, which
+# may hold more than the copy brought, or be /.)
 #
 # Nothing is unpacked unless the bytes can be counted and hashed: the
 # utilities are looked for first.
-for utility in tar sha256sum tee wc mkfifo mkdir rm cat find chmod; do
+for utility in tar sha256sum tee wc mkfifo mkdir rm cat; do
 	command -v "$utility" >/dev/null || {
 		echo "k8s-auth-preflight: the container has no $utility" >&2
 		exit 127
 	}
 done
 into=$1
-# (A folder named like an option is named as a path, for find.)
-case $into in -*) into=./$into ;; esac
 # One folder of this exec's own for the two FIFOs and what reads them
 # writes: a copy beside it (the hooks copy in parallel) has another pid.
 work=${TMPDIR:-/tmp}/k8s-auth-preflight-copy.$$
@@ -43,7 +42,5 @@ read -r hash <"$work/hash"
 hash=${hash%% *}
 read -r count <"$work/count"
 rm -rf "$work"
-find "$into" -type f ! -perm -u+rw -exec chmod u+rw {} + 2>/dev/null
-find "$into" -type d ! -perm -u+rwx -exec chmod u+rwx {} + 2>/dev/null
 echo "k8s-auth-preflight-copy $tar_status $count $hash"
 exit "$tar_status"

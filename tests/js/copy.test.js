@@ -335,3 +335,22 @@ test(`${F} a file that grows on the runner all through the copy (this machine's 
   // Every attempt that saw the file change said so.
   for (const w of log.warning) assert.match(w, /file changed as we read it|were sent and/);
 });
+
+test(`${F} a copy into the pod touches nothing it did not bring: the folder's own mode, and what the folder held before, keep their modes`, async (t) => {
+  const env = await podServer(t);
+  const src = workspace(t);
+  fs.chmodSync(src, 0o700);
+  const into = path.join(env.folder(), 'w');
+  fs.mkdirSync(path.join(into, 'before', 'locked'), { recursive: true });
+  fs.writeFileSync(path.join(into, 'before', 'read-only'), 'kept\n', { mode: 0o400 });
+  fs.chmodSync(path.join(into, 'before', 'locked'), 0o500);
+  fs.chmodSync(into, 0o751);
+  await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: capture().logger });
+  assert.equal(fs.statSync(into).mode & 0o777, 0o751, "the folder's own mode");
+  assert.equal(fs.statSync(path.join(into, 'before', 'read-only')).mode & 0o777, 0o400);
+  assert.equal(fs.statSync(path.join(into, 'before', 'locked')).mode & 0o777, 0o500);
+  // What it brought has the hooks' modes.
+  assert.equal(fs.statSync(path.join(into, 'read-only')).mode & 0o777, 0o644);
+  assert.equal(fs.statSync(path.join(into, 'closed')).mode & 0o777, 0o755);
+  fs.chmodSync(path.join(into, 'before', 'locked'), 0o700);
+});
