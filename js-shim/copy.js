@@ -235,13 +235,24 @@ async function copy(kc, direction, spec, options) {
     const exec = plainExecOf(kc, state);
     const attempt = direction === 'toPod' ? attemptToPod : attemptFromPod;
     const script = program[direction === 'toPod' ? 'copy-in' : 'copy-out'];
+    // What the pod and the tars said may hold the credential (a pod that
+    // prints its environment, a file named so): hidden before the core
+    // sees it, and in every line and failure.
+    const hidden = (fact) => ({
+      ...fact,
+      podOut: state.redact(fact.podOut),
+      podErr: state.redact(fact.podErr),
+      runnerTarError: state.redact(fact.runnerTarError),
+      status: fact.status && { ...fact.status, message: state.redact(fact.status.message || '') },
+    });
+    const logger = Object.fromEntries(['debug', 'info', 'warning', 'error'].map((level) => [level, (message) => state.logger[level](state.redact(message))]));
     const outcome = await execute(
       machine,
-      { act: (action) => attempt({ exec, spec: given, script, args: action.args, describeError: state.describeError }) },
-      { clock: state.clock, logger: state.logger },
+      { act: async (action) => hidden(await attempt({ exec, spec: given, script, args: action.args, describeError: state.describeError })) },
+      { clock: state.clock, logger },
     );
     if (!outcome.ok) {
-      const error = new Error(outcome.message);
+      const error = new Error(state.redact(outcome.message));
       error.code = 'PREFLIGHT_COPY_FAILED';
       throw error;
     }

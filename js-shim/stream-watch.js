@@ -14,6 +14,8 @@
  * the server has closed it. `clock()` gives the time in ms (by default
  * performance.now). Returns `stop()`, which ends the watch quietly.
  */
+const MOVING_BYTES = 16 * 1024;
+
 function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, endAtStatus = false, clock = () => performance.now() }) {
   let ended = false;
   let lastHeard = clock();
@@ -60,9 +62,29 @@ function watchStream(socket, { hasStatus, pingEveryMs, pongDeadlineMs, onEnd, en
     // The status frame is handled before the close: let it land first.
     setImmediate(() => end(failure || closeReason(code)));
   });
+  // Bytes the connection has handed on (written, and no longer waiting in
+  // its buffer): while they move, the other end is taking them. A caller
+  // that sends a long stdin to a pod that reads it slowly waits behind it
+  // for its pongs, which queue after the data; the stream is not silent.
+  // (Our own pings and pongs are a few bytes each: only more than
+  // MOVING_BYTES between two looks counts, or a connection whose kernel
+  // buffer still takes our pings would never be found silent.)
+  const handedOn = () => {
+    try {
+      const raw = socket._socket;
+      const n = raw ? raw.bytesWritten - raw.writableLength : NaN;
+      return Number.isFinite(n) ? n : null;
+    } catch {
+      return null;
+    }
+  };
+  let lastHandedOn = handedOn();
   if (typeof pingEveryMs === 'number' && pingEveryMs > 0) {
     timer = setInterval(() => {
       if (ended) return;
+      const now = handedOn();
+      if (now !== null && lastHandedOn !== null && now - lastHandedOn > MOVING_BYTES) lastHeard = clock();
+      lastHandedOn = now;
       if (clock() - lastHeard > pongDeadlineMs) {
         try {
           socket.terminate();

@@ -11,18 +11,26 @@
 #
 # Nothing is unpacked unless the bytes can be counted and hashed: the
 # utilities are looked for first.
-for utility in tar sha256sum tee wc mkfifo mkdir rm cat; do
+for utility in tar sha256sum tee wc mkfifo mkdir mktemp rm cat; do
 	command -v "$utility" >/dev/null || {
 		echo "k8s-auth-preflight: the container has no $utility" >&2
 		exit 127
 	}
 done
 into=$1
-# One folder of this exec's own for the two FIFOs and what reads them
-# writes: a copy beside it (the hooks copy in parallel) has another pid.
-work=${TMPDIR:-/tmp}/k8s-auth-preflight-copy.$$
-rm -rf "$work"
-mkdir -p -- "$into" && mkdir -m 700 "$work" && mkfifo "$work/to-hash" "$work/to-count" || exit 1
+mkdir -p -- "$into" || exit 1
+# One new folder of this exec's own for the two FIFOs and what reads them
+# writes (mktemp: a copy beside it, in this container or in another that
+# shares the folder, gets another), in the first place that takes one: a
+# read-only root file system still has /dev/shm, and the destination.
+work=
+for place in "${TMPDIR:-/tmp}" /tmp /dev/shm /var/tmp "$into"; do
+	work=$(mktemp -d -- "$place/.k8s-auth-preflight-copy.XXXXXX" 2>/dev/null) && break
+done
+if [ -z "$work" ] || ! mkfifo "$work/to-hash" "$work/to-count"; then
+	echo "k8s-auth-preflight: no folder in the container takes the copy's two FIFOs (TMPDIR, /tmp, /dev/shm, /var/tmp, $into)" >&2
+	exit 1
+fi
 sha256sum <"$work/to-hash" >"$work/hash" &
 wc -c <"$work/to-count" >"$work/count" &
 # tar stops reading at the archive's end marker; what follows it (a

@@ -7,7 +7,7 @@
 #
 # Nothing is packed unless the bytes can be counted and hashed: the
 # utilities are looked for first.
-for utility in tar sha256sum tee wc mkfifo mkdir rm; do
+for utility in tar sha256sum tee wc mkfifo mktemp rm; do
 	command -v "$utility" >/dev/null || {
 		echo "k8s-auth-preflight: the container has no $utility" >&2
 		exit 127
@@ -15,9 +15,15 @@ for utility in tar sha256sum tee wc mkfifo mkdir rm; do
 done
 parent=$1
 name=$2
-work=${TMPDIR:-/tmp}/k8s-auth-preflight-copy.$$
-rm -rf "$work"
-mkdir -m 700 "$work" && mkfifo "$work/to-hash" "$work/to-count" || exit 1
+# One new folder of this exec's own for the two FIFOs (see copy-in.sh).
+work=
+for place in "${TMPDIR:-/tmp}" /tmp /dev/shm /var/tmp; do
+	work=$(mktemp -d -- "$place/.k8s-auth-preflight-copy.XXXXXX" 2>/dev/null) && break
+done
+if [ -z "$work" ] || ! mkfifo "$work/to-hash" "$work/to-count"; then
+	echo "k8s-auth-preflight: no folder in the container takes the copy's two FIFOs (TMPDIR, /tmp, /dev/shm, /var/tmp)" >&2
+	exit 1
+fi
 sha256sum <"$work/to-hash" >"$work/hash" &
 wc -c <"$work/to-count" >"$work/count" &
 # (No --exclude: BusyBox's tar may have none. The runner's tar leaves out

@@ -63,7 +63,7 @@ function busyboxBin(t) {
   const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
   if (!busybox) return null;
   const bin = tempDir(t, 'busybox-bin');
-  for (const name of ['sh', 'tar', 'sha256sum', 'tee', 'wc', 'mkfifo', 'mkdir', 'rm', 'cat', 'find', 'chmod', 'sleep']) fs.symlinkSync(busybox, path.join(bin, name));
+  for (const name of ['sh', 'tar', 'sha256sum', 'tee', 'wc', 'mkfifo', 'mkdir', 'mktemp', 'rm', 'cat', 'sleep']) fs.symlinkSync(busybox, path.join(bin, name));
   return bin;
 }
 
@@ -232,7 +232,7 @@ test(`${F} a pod folder tar cannot write into: a failure at once, saying so; not
 
 test(`${F} a container without sha256sum: nothing is unpacked, and the failure names what is missing (a workspace larger than a pipe holds: the runner's tar is not left waiting)`, { timeout: 60_000 }, async (t) => {
   const bin = tempDir(t, 'no-sha');
-  for (const name of ['sh', 'tar', 'tee', 'wc', 'mkfifo', 'mkdir', 'rm', 'cat', 'find', 'chmod']) fs.symlinkSync(`/usr/bin/${name === 'sh' ? 'dash' : name}`, path.join(bin, name));
+  for (const name of ['sh', 'tar', 'tee', 'wc', 'mkfifo', 'mkdir', 'mktemp', 'rm', 'cat']) fs.symlinkSync(`/usr/bin/${name === 'sh' ? 'dash' : name}`, path.join(bin, name));
   const env = await podServer(t, { podEnv: { PATH: bin } });
   const into = path.join(env.folder(), 'w');
   const src = workspace(t);
@@ -353,4 +353,43 @@ test(`${F} a copy into the pod touches nothing it did not bring: the folder's ow
   assert.equal(fs.statSync(path.join(into, 'read-only')).mode & 0o777, 0o644);
   assert.equal(fs.statSync(path.join(into, 'closed')).mode & 0o777, 0o755);
   fs.chmodSync(path.join(into, 'before', 'locked'), 0o700);
+});
+
+test(`${F} a pod that reads the archive slowly but steadily (about 640 KB/s, pongs queued behind the data for longer than the pong deadline): one attempt, whole`, { timeout: 120_000 }, async (t) => {
+  const bin = tempDir(t, 'slow-tar');
+  fs.writeFileSync(path.join(bin, 'throttle.js'), "process.stdin.on('data', (c) => { process.stdout.write(c); process.stdin.pause(); setTimeout(() => process.stdin.resume(), 100); });\n");
+  fs.writeFileSync(path.join(bin, 'tar'), `#!/bin/sh\ncase "$1" in x*) ${process.execPath} '${bin}/throttle.js' | /usr/bin/tar "$@" ;; *) exec /usr/bin/tar "$@" ;; esac\n`, { mode: 0o755 });
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+  const src = tempDir(t, 'slow-src');
+  fs.writeFileSync(path.join(src, 'big'), crypto.randomBytes(6 * 1024 * 1024));
+  const log = capture();
+  const into = path.join(env.folder(), 'w');
+  const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
+  assert.deepEqual(log.warning, []);
+  assert.equal(r.attempts, 1);
+  assert.deepEqual(tree(into), asCopiedIn(tree(src)));
+});
+
+test(`${F} a pod whose TMPDIR is not there: the copy's FIFOs go to the next place that takes them, both ways`, async (t) => {
+  const env = await podServer(t, { podEnv: { TMPDIR: '/nonexistent-k8s-auth-preflight' } });
+  const src = workspace(t);
+  const into = path.join(env.folder(), 'w');
+  await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: capture().logger });
+  assert.deepEqual(tree(into), asCopiedIn(tree(src)));
+  const back = tempDir(t, 'back');
+  await preflight.copyFromPod(env.kc, spec(into, back), { env: copyEnv(), logger: capture().logger });
+  assert.deepEqual(tree(path.join(back, 'w')), tree(into));
+});
+
+test(`${F} a pod whose tar prints the token when it fails: the failure and every line hide it`, async (t) => {
+  const bin = wrapper(t, 'tar', `echo "tar: cannot write: ${TOKEN}" >&2\nexit 2`);
+  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+  const log = capture();
+  let error;
+  await preflight.copyToPod(env.kc, spec(workspace(t), path.join(env.folder(), 'w')), { env: copyEnv(), logger: log.logger }).catch((e) => {
+    error = e;
+  });
+  assert.ok(error, 'rejected');
+  assert.match(error.message, /tar could not unpack in the pod \(exited with 2\): tar: cannot write: /);
+  for (const form of [error.message, error.stack, util.inspect(error, { depth: 10, showHidden: true }), ...log.warning, ...log.info]) assert.ok(!form.includes(TOKEN), form);
 });
