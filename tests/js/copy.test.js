@@ -355,16 +355,19 @@ test(`${F} a copy into the pod touches nothing it did not bring: the folder's ow
   fs.chmodSync(path.join(into, 'before', 'locked'), 0o700);
 });
 
-test(`${F} a pod that reads the archive slowly but steadily (about 640 KB/s, pongs queued behind the data for longer than the pong deadline): one attempt, whole`, { timeout: 120_000 }, async (t) => {
+test(`${F} a pod that reads the archive slowly but steadily (about 640 KB/s, pongs queued behind 12 MB of data, far longer than the pong deadline): one attempt, whole`, { timeout: 180_000 }, async (t) => {
   const bin = tempDir(t, 'slow-tar');
   fs.writeFileSync(path.join(bin, 'throttle.js'), "process.stdin.on('data', (c) => { process.stdout.write(c); process.stdin.pause(); setTimeout(() => process.stdin.resume(), 100); });\n");
   fs.writeFileSync(path.join(bin, 'tar'), `#!/bin/sh\ncase "$1" in x*) ${process.execPath} '${bin}/throttle.js' | /usr/bin/tar "$@" ;; *) exec /usr/bin/tar "$@" ;; esac\n`, { mode: 0o755 });
   const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
   const src = tempDir(t, 'slow-src');
-  fs.writeFileSync(path.join(src, 'big'), crypto.randomBytes(6 * 1024 * 1024));
+  fs.writeFileSync(path.join(src, 'big'), crypto.randomBytes(12 * 1024 * 1024));
   const log = capture();
   const into = path.join(env.folder(), 'w');
-  const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
+  // A pong deadline of 6 s: the data ahead of a pong takes about 19 s to be
+  // read, while the connection hands on about 64 KB every 0.1 s (a loaded
+  // machine can starve one look of its bytes; not six seconds of them).
+  const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv({ EXEC_PONG_DEADLINE_MS: 6000 }), logger: log.logger });
   assert.deepEqual(log.warning, []);
   assert.equal(r.attempts, 1);
   assert.deepEqual(tree(into), asCopiedIn(tree(src)));
