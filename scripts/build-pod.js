@@ -24,7 +24,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const POD = path.join(__dirname, '..', 'pod');
-const STEPS = ['start', 'look', 'attach', 'finish', 'cleanup', 'kill', 'copy-in', 'copy-out'];
+const STEPS = ['start', 'look', 'attach', 'finish', 'cleanup', 'kill', 'copy-in', 'copy-out', 'copy-remove'];
 const TABLE = 'lib/table.sh';
 const PREFIX = '_K';
 const NAME = '[a-z][a-z0-9_]*';

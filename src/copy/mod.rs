@@ -10,10 +10,14 @@
 //! the same bytes would meet again (a folder tar cannot write, an exec that
 //! cannot be opened) fails at once.
 
+mod listing;
+mod removal;
 mod report;
 mod run;
 mod verdict;
 
+pub use listing::{leftovers, names};
+pub use removal::{input as removal_input, removed, Place, Removal, END_LINE, REMOVED_MARK};
 pub use report::{Report, REPORT_MARK};
 pub use run::{CopyAction, CopyOutcome, CopyRun, ATTEMPTS, WAITS_MS};
 pub use verdict::{verdict, Verdict};
@@ -174,6 +178,12 @@ pub struct Attempt {
     /// client gave it (after that client's own retries), the credential
     /// hidden.
     pub open_error: Option<crate::classify::ErrorFacts>,
+    /// What the runner's `tar` listed: each name it packed (into the pod)
+    /// or unpacked (out of it), escaped, one a line ([`listing`]).
+    pub listing: Vec<u8>,
+    /// Whether that listing is whole: the runner's `tar` ended by itself
+    /// (one that is killed loses what it had not yet written of it).
+    pub listing_whole: bool,
 }
 
 /// The parts of a `V1Status` the verdict reads.

@@ -32,6 +32,7 @@ fn whole_in() -> Attempt {
         runner_bytes: 10240,
         runner_sha256: SUM.into(),
         runner_tar: Some(0),
+        listing_whole: true,
         pod_out: report(0, 10240, SUM),
         status: success(),
         ..Default::default()
@@ -299,10 +300,19 @@ fn a_long_tar_message_is_cut_at_a_character_not_in_one() {
 }
 
 fn run_to_end(direction: Direction, attempts: &[Attempt]) -> (Vec<CopyAction>, u64) {
+    run_removing(direction, attempts, &[])
+}
+
+fn run_removing(
+    direction: Direction,
+    attempts: &[Attempt],
+    removals: &[Removal],
+) -> (Vec<CopyAction>, u64) {
     let mut run = CopyRun::new(spec(direction));
     let mut now = 1_000;
     let mut actions = Vec::new();
     let mut given = 0;
+    let mut removed = 0;
     for _ in 0..100 {
         let action = run.poll(now);
         actions.push(action.clone());
@@ -311,12 +321,188 @@ fn run_to_end(direction: Direction, attempts: &[Attempt]) -> (Vec<CopyAction>, u
                 run.on_attempt(now, &attempts[given]);
                 given += 1;
             }
+            CopyAction::Remove { .. } => {
+                run.on_removed(now, &removals[removed]);
+                removed += 1;
+            }
             CopyAction::Wait { until_ms } => now = until_ms.expect("a copy waits for a time"),
             CopyAction::Done { .. } => return (actions, now),
             CopyAction::Log { .. } => {}
         }
     }
     panic!("no end: {actions:?}");
+}
+
+fn logs(actions: &[CopyAction]) -> Vec<(Level, String)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            CopyAction::Log { level, message } => Some((*level, message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn removes(actions: &[CopyAction]) -> Vec<&CopyAction> {
+    actions
+        .iter()
+        .filter(|a| matches!(a, CopyAction::Remove { .. }))
+        .collect()
+}
+
+/// An attempt that was cut after the runner's tar listed `listing`.
+fn cut_listing(listing: &str) -> Attempt {
+    Attempt {
+        status: None,
+        listing: listing.as_bytes().to_vec(),
+        listing_whole: true,
+        ..whole_in()
+    }
+}
+
+fn listed(attempt: Attempt, listing: &str) -> Attempt {
+    Attempt {
+        listing: listing.as_bytes().to_vec(),
+        listing_whole: true,
+        ..attempt
+    }
+}
+
+fn removed_in_pod() -> Removal {
+    Removal {
+        out: format!("{REMOVED_MARK}\n"),
+        status: success(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn what_a_cut_attempt_wrote_and_the_accepted_one_did_not_bring_is_removed_after_it_deepest_first() {
+    let cut = cut_listing("./\n./a\n./gone/\n./gone/half\n./new\\nline\n./back\\\\slash\n./partly");
+    let accepted = listed(whole_in(), "./\n./a\n");
+    let (actions, _) = run_removing(Direction::ToPod, &[cut, accepted], &[removed_in_pod()]);
+    assert_eq!(
+        removes(&actions),
+        vec![&CopyAction::Remove {
+            place: Place::Pod,
+            args: vec!["/__w".into()],
+            input: b"new\\nline\ngone/half\ngone\nback\\\\slash\n/\n".to_vec(),
+        }]
+    );
+    let o = outcome(&actions);
+    assert!(o.ok && o.attempts == 2, "{o:?}");
+    let said = logs(&actions);
+    assert!(
+        said.iter().any(|(level, m)| *level == Level::Info
+            && m.contains("removed 4 name(s) an earlier attempt wrote in /__w, which /src/dir no longer holds")),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn nothing_is_removed_when_the_accepted_attempt_brought_every_name_or_was_the_first() {
+    let (actions, _) = run_to_end(Direction::ToPod, &[listed(whole_in(), "a\nb\n")]);
+    assert!(removes(&actions).is_empty());
+    let (actions, _) = run_to_end(
+        Direction::ToPod,
+        &[cut_listing("a\n"), listed(whole_in(), "a\nb\n")],
+    );
+    assert!(removes(&actions).is_empty());
+    assert!(outcome(&actions).ok);
+}
+
+#[test]
+fn out_of_the_pod_the_leftovers_are_removed_on_the_runner() {
+    let removed = Removal {
+        out: format!("{REMOVED_MARK}\n"),
+        exit_code: Some(0),
+        ..Default::default()
+    };
+    let (actions, _) = run_removing(
+        Direction::FromPod,
+        &[
+            cut_listing("dir/\ndir/half\n"),
+            listed(whole_out(), "dir/\n"),
+        ],
+        &[removed],
+    );
+    assert!(matches!(
+        removes(&actions)[..],
+        [CopyAction::Remove {
+            place: Place::Runner,
+            ..
+        }]
+    ));
+    assert!(outcome(&actions).ok);
+}
+
+#[test]
+fn a_removal_whose_stream_is_cut_is_made_again_after_a_wait() {
+    let cut = Removal::default();
+    let (actions, now) = run_removing(
+        Direction::ToPod,
+        &[cut_listing("gone\n"), listed(whole_in(), "")],
+        &[cut, removed_in_pod()],
+    );
+    assert_eq!(removes(&actions).len(), 2);
+    assert_eq!(now, 1_000 + WAITS_MS[0] + WAITS_MS[0]);
+    assert!(outcome(&actions).ok);
+    assert!(logs(&actions)
+        .iter()
+        .any(|(l, m)| *l == Level::Warning && m.contains("were not removed (try 1 of 5)")));
+}
+
+#[test]
+fn a_removal_that_fails_or_does_not_read_every_name_fails_the_copy_saying_so() {
+    let failed = Removal {
+        out: format!("{REMOVED_MARK}\n"),
+        err: "rm: cannot remove 'gone': Permission denied".into(),
+        status: Some(ExecStatus {
+            status: "Failure".into(),
+            reason: "NonZeroExitCode".into(),
+            exit_code: Some("1".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let short = Removal {
+        status: success(),
+        ..Default::default()
+    };
+    for (removal, why) in [
+        (
+            failed,
+            "some could not be removed: rm: cannot remove 'gone': Permission denied",
+        ),
+        (
+            short,
+            "the script did not read them all: (nothing on stderr)",
+        ),
+    ] {
+        let (actions, _) = run_removing(
+            Direction::ToPod,
+            &[cut_listing("gone\n"), listed(whole_in(), "")],
+            &[removal],
+        );
+        let o = outcome(&actions);
+        assert!(!o.ok);
+        assert!(
+            o.message.contains("it arrived whole at attempt 2, but 1 name(s) an earlier attempt wrote in /__w, which /src/dir no longer holds, could not be removed: ")
+                && o.message.contains(why),
+            "{}",
+            o.message
+        );
+    }
+}
+
+#[test]
+fn a_listing_that_is_not_whole_is_said_with_a_warning() {
+    let mut cut = cut_listing("a\n");
+    cut.listing_whole = false;
+    let (actions, _) = run_to_end(Direction::ToPod, &[cut, listed(whole_in(), "a\n")]);
+    assert!(outcome(&actions).ok);
+    assert!(logs(&actions).iter().any(|(l, m)| *l == Level::Warning
+        && m.contains("an earlier attempt's list of names is not whole")));
 }
 
 fn outcome(actions: &[CopyAction]) -> &CopyOutcome {

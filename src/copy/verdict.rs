@@ -27,22 +27,7 @@ const TAR_SOME_FILES_DIFFER: i64 = 1;
 /// What `attempt` of a copy `direction` came to.
 pub fn verdict(direction: Direction, attempt: &Attempt) -> Verdict {
     if let Some(facts) = &attempt.open_error {
-        // Its client retried what may be retried for a command that must
-        // not run twice. A copy may run twice (the same archive unpacked
-        // over itself), so what may pass is copied again; what will not
-        // (no such pod, a bad credential) fails.
-        // (The `ws` client gives an upgrade's HTTP answer in its message.)
-        let facts = crate::failure_stage::with_upgrade_status(facts.clone());
-        return match crate::classify::classify(&facts, 0, std::time::Duration::ZERO) {
-            crate::classify::Class::Fatal { .. } => {
-                Verdict::Fail(format!("its exec could not be opened: {}", facts.message))
-            }
-            class => Verdict::Again(format!(
-                "its exec could not be opened ({}): {}",
-                class.why(),
-                facts.message
-            )),
-        };
+        return open_failed(facts);
     }
     let Some(status) = &attempt.status else {
         return Verdict::Again("its stream ended with no status".into());
@@ -118,6 +103,26 @@ pub fn verdict(direction: Direction, attempt: &Attempt) -> Verdict {
     }
 }
 
+/// An exec that could not be opened: its client retried what may be
+/// retried for a command that must not run twice. A copy may run twice
+/// (the same archive unpacked over itself), and so may a removal, so what
+/// may pass is made again; what will not (no such pod, a bad credential)
+/// fails.
+pub(super) fn open_failed(facts: &crate::classify::ErrorFacts) -> Verdict {
+    // (The `ws` client gives an upgrade's HTTP answer in its message.)
+    let facts = crate::failure_stage::with_upgrade_status(facts.clone());
+    match crate::classify::classify(&facts, 0, std::time::Duration::ZERO) {
+        crate::classify::Class::Fatal { .. } => {
+            Verdict::Fail(format!("its exec could not be opened: {}", facts.message))
+        }
+        class => Verdict::Again(format!(
+            "its exec could not be opened ({}): {}",
+            class.why(),
+            facts.message
+        )),
+    }
+}
+
 fn tar_failed(what: &str, place: &str, code: Option<i64>, error: &str) -> String {
     let how = match code {
         Some(code) => format!("exited with {code}"),
@@ -132,7 +137,7 @@ const TAIL_BYTES: usize = 600;
 
 /// The end of `text`, trimmed, at most `TAIL_BYTES` (from a character's
 /// start), or "(nothing on stderr)".
-fn tail(text: &str) -> String {
+pub(super) fn tail(text: &str) -> String {
     let text = text.trim();
     if text.is_empty() {
         return "(nothing on stderr)".into();

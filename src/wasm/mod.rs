@@ -195,8 +195,11 @@ impl WasmCopy {
     /// Takes the facts, returns the actions up to a wait or the end.
     pub fn step(&mut self, now_ms: f64, facts: &JsValue) -> Result<js_sys::Array, JsValue> {
         let now = time(now_ms)?;
-        for attempt in read(facts, "facts", wire::copy_facts)? {
-            self.run.on_attempt(now, &attempt);
+        for fact in read(facts, "facts", wire::copy_facts)? {
+            match fact {
+                wire::CopyFact::Copied(attempt) => self.run.on_attempt(now, &attempt),
+                wire::CopyFact::Removed(removal) => self.run.on_removed(now, &removal),
+            }
         }
         let run = &mut self.run;
         steps(|| run.poll(now), wire::copy_action, |a| a.ends_turn())
