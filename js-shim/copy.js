@@ -7,6 +7,8 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { PassThrough, Writable } = require('node:stream');
 const { execute } = require('./execute');
@@ -18,15 +20,39 @@ const KEPT_BYTES = 16 * 1024;
 
 // After the exec's status, how long the runner's unpacking tar gets to
 // write what it has (a large file to a slow disk), and the packing tar to
-// exit (the pod read its stream to the end before it reported, so a
-// healthy one has exited or is exiting), before either is given up on and
-// killed: a tar that hangs must not hang the copy.
-const UNPACK_WAIT_MS = 120_000;
-const PACK_EXIT_WAIT_MS = 10_000;
+// pack the rest of a folder the pod did not read to the end, before either
+// is given up on and killed: a tar that hangs must not hang the copy.
+const TAR_END_WAIT_MS = 120_000;
 
 // What the runner's tar leaves out both ways: the runner's own answers to
 // the hook, which it writes while the hook runs.
 const EXCLUDE = '--exclude=_runner_hook_responses*';
+
+// The runner's tar lists each name it packs or unpacks (for the core:
+// what an attempt may have written, src/copy/listing.rs), escaped the one
+// way the core reads, whatever the environment's TAR_OPTIONS,
+// QUOTING_STYLE or locale say; LC_ALL=C escapes every byte that is not
+// printable ASCII. (An index file, not a pipe: tar opens it by name, and
+// a child's extra stdio is a socket, which /dev/fd cannot open.)
+const LISTING = ['-v', '--quoting-style=escape'];
+const tarEnv = () => ({ ...process.env, LC_ALL: 'C' });
+
+/** A new file for one tar's listing: `{option, read(), done()}`. */
+function listingFile() {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'k8s-auth-preflight-listing-'));
+  const file = path.join(folder, 'names');
+  return {
+    option: `--index-file=${file}`,
+    read() {
+      try {
+        return fs.readFileSync(file);
+      } catch {
+        return Buffer.alloc(0);
+      }
+    },
+    done: () => fs.rmSync(folder, { recursive: true, force: true }),
+  };
+}
 
 /** The last KEPT_BYTES of what is written, as text. */
 function tailKeeper() {
@@ -78,7 +104,7 @@ function childEnd(child, stderr) {
     child.on('error', (error) => {
       startError = error;
     });
-    child.on('close', (code) => resolve({ code: startError ? null : code, error: startError ? `tar could not start: ${startError.message}` : stderr.text() }));
+    child.on('close', (code) => resolve({ code: startError ? null : code, error: startError ? `${child.spawnfile} could not start: ${startError.message}` : stderr.text() }));
   });
 }
 
@@ -135,7 +161,8 @@ async function attemptToPod({ exec, spec, script, args, describeError }) {
   } catch {
     // tar's own error names the folder
   }
-  const tar = spawn('tar', ['cf', '-', '--format=gnu', '--mode=u+rwX', EXCLUDE, '-C', spec.from, '--null', '-T', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const listing = listingFile();
+  const tar = spawn('tar', ['cf', '-', '--format=gnu', '--mode=u+rwX', ...LISTING, listing.option, EXCLUDE, '-C', spec.from, '--null', '-T', '-'], { stdio: ['pipe', 'pipe', 'pipe'], env: tarEnv() });
   tar.stdin.on('error', () => {});
   tar.stdin.end(Buffer.concat(names.flatMap((name) => [name, Buffer.from([0])])));
   tar.stderr.on('data', (chunk) => tarErr.add(chunk));
@@ -148,24 +175,31 @@ async function attemptToPod({ exec, spec, script, args, describeError }) {
   const stderr = tailSink();
   const command = ['sh', '-c', script, 'k8s-auth-preflight', ...args];
   const ended = await runExec(exec, spec, command, { stdout, stderr, stdin }, describeError);
-  // The exec takes no more: a tar still writing (the pod's script ended
-  // before reading it all) meets a closed pipe and ends.
+  // The exec takes no more, and what was sent is counted. A tar that is
+  // still packing (the stream was cut, or the pod's script ended before
+  // reading it all) packs the rest into nowhere and ends by itself: one
+  // killed would lose the end of its listing.
+  const sent = counted.facts();
   tar.stdout.unpipe(stdin);
   stdin.destroy();
-  tar.stdout.destroy();
-  const tarFacts = await within(tarEnd, PACK_EXIT_WAIT_MS, () => {
+  tar.stdout.resume();
+  const tarFacts = await within(tarEnd, TAR_END_WAIT_MS, () => {
     tar.kill('SIGKILL');
     return { code: null, error: `${tarErr.text()}(tar was still running when the exec ended)` };
   });
+  const listed = listing.read();
+  listing.done();
   return {
     type: 'copied',
-    ...counted.facts(),
+    ...sent,
     runnerTar: tarFacts.code,
     runnerTarError: tarFacts.error,
     podOut: stdout.text(),
     podErr: stderr.text(),
     status: ended.status ? statusFacts(ended.status) : null,
     openError: ended.openError || null,
+    listing: listed,
+    listingWhole: tarFacts.code !== null,
   };
 }
 
@@ -177,7 +211,8 @@ async function attemptFromPod({ exec, spec, script, args, describeError }) {
     // the runner's tar says why it cannot unpack there
   }
   const tarErr = tailKeeper();
-  const tar = spawn('tar', ['xf', '-', EXCLUDE, '-C', spec.to], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const listing = listingFile();
+  const tar = spawn('tar', ['xf', '-', ...LISTING, listing.option, EXCLUDE, '-C', spec.to], { stdio: ['pipe', 'ignore', 'pipe'], env: tarEnv() });
   tar.stderr.on('data', (chunk) => tarErr.add(chunk));
   // A tar that ended early (it could not unpack there) reads no more.
   tar.stdin.on('error', () => {});
@@ -205,12 +240,14 @@ async function attemptFromPod({ exec, spec, script, args, describeError }) {
   // arrived is counted once 'finish' comes (whatever the client does with
   // the stream later), and tar gets the end of its input.
   stdout.end();
-  const whole = await within(finished, ended.status ? UNPACK_WAIT_MS : 0, () => false);
+  const whole = await within(finished, ended.status ? TAR_END_WAIT_MS : 0, () => false);
   if (!whole) tar.stdin.destroy();
-  const tarFacts = await within(tarEnd, UNPACK_WAIT_MS, () => {
+  const tarFacts = await within(tarEnd, TAR_END_WAIT_MS, () => {
     tar.kill('SIGKILL');
     return { code: null, error: `${tarErr.text()}(tar was still running after the stream ended)` };
   });
+  const listed = listing.read();
+  listing.done();
   return {
     type: 'copied',
     ...counted.facts(),
@@ -221,7 +258,36 @@ async function attemptFromPod({ exec, spec, script, args, describeError }) {
     // A stream whose last bytes never came through has no status to give.
     status: whole && ended.status ? statusFacts(ended.status) : null,
     openError: ended.openError || null,
+    listing: listed,
+    listingWhole: tarFacts.code !== null,
   };
+}
+
+/**
+ * Runs the removal script with `input` on its stdin: in the pod as an
+ * exec, or on the runner as a local `sh`; resolves what came of it.
+ */
+async function removeLeftovers({ exec, spec, script, action, describeError }) {
+  const out = tailSink();
+  const err = tailSink();
+  const argv = ['sh', '-c', script, 'k8s-auth-preflight', ...action.args];
+  if (action.place === 'pod') {
+    const stdin = new PassThrough();
+    stdin.end(Buffer.from(action.input));
+    const ended = await runExec(exec, spec, argv, { stdout: out, stderr: err, stdin }, describeError);
+    stdin.destroy();
+    return { type: 'removed', out: out.text(), err: err.text(), status: ended.status ? statusFacts(ended.status) : null, exitCode: null, openError: ended.openError || null };
+  }
+  const sh = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
+  sh.stdin.on('error', () => {});
+  sh.stdin.end(Buffer.from(action.input));
+  sh.stdout.pipe(out);
+  sh.stderr.pipe(err);
+  const end = await within(childEnd(sh, err), TAR_END_WAIT_MS, () => {
+    sh.kill('SIGKILL');
+    return { code: null, error: '' };
+  });
+  return { type: 'removed', out: out.text(), err: end.code === null && end.error ? end.error : err.text(), status: null, exitCode: end.code, openError: null };
 }
 
 async function copy(kc, direction, spec, options) {
@@ -235,20 +301,25 @@ async function copy(kc, direction, spec, options) {
     const exec = plainExecOf(kc, state);
     const attempt = direction === 'toPod' ? attemptToPod : attemptFromPod;
     const script = program[direction === 'toPod' ? 'copy-in' : 'copy-out'];
+    const removal = program['copy-remove'];
     // What the pod and the tars said may hold the credential (a pod that
     // prints its environment, a file named so): hidden before the core
     // sees it, and in every line and failure.
-    const hidden = (fact) => ({
-      ...fact,
-      podOut: state.redact(fact.podOut),
-      podErr: state.redact(fact.podErr),
-      runnerTarError: state.redact(fact.runnerTarError),
-      status: fact.status && { ...fact.status, message: state.redact(fact.status.message || '') },
-    });
+    const hidden = (fact) => {
+      const seen = { ...fact };
+      for (const key of ['podOut', 'podErr', 'runnerTarError', 'out', 'err']) if (typeof seen[key] === 'string') seen[key] = state.redact(seen[key]);
+      if (seen.status) seen.status = { ...seen.status, message: state.redact(seen.status.message || '') };
+      return seen;
+    };
     const logger = Object.fromEntries(['debug', 'info', 'warning', 'error'].map((level) => [level, (message) => state.logger[level](state.redact(message))]));
     const outcome = await execute(
       machine,
-      { act: async (action) => hidden(await attempt({ exec, spec: given, script, args: action.args, describeError: state.describeError })) },
+      {
+        act: async (action) =>
+          action.type === 'remove'
+            ? hidden(await removeLeftovers({ exec, spec: given, script: removal, action, describeError: state.describeError }))
+            : hidden(await attempt({ exec, spec: given, script, args: action.args, describeError: state.describeError })),
+      },
       { clock: state.clock, logger },
     );
     if (!outcome.ok) {

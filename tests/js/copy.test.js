@@ -396,3 +396,92 @@ test(`${F} a pod whose tar prints the token when it fails: the failure and every
   assert.match(error.message, /tar could not unpack in the pod \(exited with 2\): tar: cannot write: /);
   for (const form of [error.message, error.stack, util.inspect(error, { depth: 10, showHidden: true }), ...log.warning, ...log.info]) assert.ok(!form.includes(TOKEN), form);
 });
+
+/** A folder of a `tar` that runs this machine's GNU tar with its archive passed at about 640 KB/s (`way`: 'x' unpacking, 'c' packing). */
+function slowTar(t, way) {
+  const bin = tempDir(t, 'slow-tar');
+  fs.writeFileSync(path.join(bin, 'throttle.js'), "process.stdin.on('data', (c) => { process.stdout.write(c); process.stdin.pause(); setTimeout(() => process.stdin.resume(), 100); });\n");
+  const slow = way === 'x' ? `${process.execPath} '${bin}/throttle.js' | /usr/bin/tar "$@"` : `/usr/bin/tar "$@" | ${process.execPath} '${bin}/throttle.js'`;
+  fs.writeFileSync(path.join(bin, 'tar'), `#!/bin/sh\ncase "$1" in ${way}*) ${slow} ;; *) exec /usr/bin/tar "$@" ;; esac\n`, { mode: 0o755 });
+  return bin;
+}
+
+/** Resolves once `file` holds some bytes (a tar is writing it), within 30 s. */
+async function partlyWritten(file) {
+  const started = performance.now();
+  while (performance.now() - started < 30_000) {
+    if (fs.existsSync(file) && fs.statSync(file).size > 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${file} was never written`);
+}
+
+// A folder named with a newline and a file named with bytes that are not
+// UTF-8: the names go from the runner's tar's listing through the core to
+// the removal script and back to bytes.
+const GONE = 'gone\nfolder';
+const goneFile = (root) => Buffer.concat([Buffer.from(`${root}/${GONE}/big-`), Buffer.from([0xff, 0xfe])]);
+
+for (const way of ['into', 'out of']) {
+  test(`${F} a copy ${way} the pod cut while it wrote a large file, whose folder the source then removed: the accepted copy removes what the cut one left (the half-written file and its folder), and says so`, { timeout: 120_000 }, async (t) => {
+    const bin = slowTar(t, way === 'into' ? 'x' : 'c');
+    const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
+    const log = capture();
+    const options = { env: copyEnv({ EXEC_PONG_DEADLINE_MS: 6000 }), logger: log.logger };
+    const source = way === 'into' ? tempDir(t, 'src') : path.join(env.folder(), 'w');
+    fs.mkdirSync(path.join(source, GONE), { recursive: true });
+    fs.writeFileSync(path.join(source, 'kept'), 'kept\n');
+    fs.writeFileSync(goneFile(source), crypto.randomBytes(12 * 1024 * 1024));
+    const into = way === 'into' ? path.join(env.folder(), 'w') : tempDir(t, 'back');
+    const landed = way === 'into' ? into : path.join(into, 'w');
+    const copied = way === 'into' ? preflight.copyToPod(env.kc, spec(source, into), options) : preflight.copyFromPod(env.kc, spec(source, into), options);
+    await partlyWritten(goneFile(landed));
+    await env.server.setPhase('refuse');
+    fs.rmSync(path.join(source, GONE), { recursive: true });
+    await new Promise((r) => setTimeout(r, 300));
+    await env.server.setPhase('healthy');
+    const r = await copied;
+    assert.ok(r.attempts >= 2, `attempts ${r.attempts}`);
+    assert.equal(fs.existsSync(path.join(landed, GONE)), false, 'what the cut attempt wrote is gone');
+    assert.deepEqual(tree(landed), way === 'into' ? asCopiedIn(tree(source)) : tree(source));
+    assert.ok(log.info.some((line) => /removed 2 name\(s\) an earlier attempt wrote in /.test(line)), log.info.join('\n'));
+  });
+}
+
+/** The removal script as the package ships it. */
+const removalScript = () => require(path.join(consumer.consumerDir, 'node_modules', 'k8s-auth-preflight', 'pkg', 'pod-program.js'))['copy-remove'];
+
+const shells = () => [['dash'], ['bash'], ['busybox', 'sh']].filter(([shell]) => ['/usr/bin', '/bin'].some((d) => fs.existsSync(path.join(d, shell))));
+
+for (const shell of shells()) {
+  test(`${F} the removal script under ${shell.join(' ')}: every listed file and empty folder goes (names with newlines, backslashes, leading spaces and dashes, bytes not UTF-8); a folder that holds more, what is under a link, and what is outside stay; no end line, no report`, (t) => {
+    const { spawnSync } = require('node:child_process');
+    const root = tempDir(t, 'remove');
+    const outside = tempDir(t, 'outside');
+    fs.writeFileSync(path.join(outside, 'target'), 'outside\n');
+    const at = (name) => (Buffer.isBuffer(name) ? Buffer.concat([Buffer.from(`${root}/`), name]) : path.join(root, name));
+    const nonUtf8 = Buffer.from([0x6e, 0xff, 0xfe]);
+    for (const name of ['plain', 'new\nline', 'back\\slash', ' lead', '-rf', 'dir/inner', 'full/listed', 'full/other']) {
+      fs.mkdirSync(path.dirname(at(name)), { recursive: true });
+      fs.writeFileSync(at(name), 'x');
+    }
+    fs.writeFileSync(at(nonUtf8), 'x');
+    fs.symlinkSync(outside, at('link'));
+    fs.symlinkSync(path.join(outside, 'target'), at('file-link'));
+    // Deepest first, escaped as the core writes them.
+    const lines = ['plain', 'new\\nline', 'back\\\\slash', ' lead', '-rf', 'dir/inner', 'dir', 'full/listed', 'full', 'link/target', 'file-link', 'missing'];
+    const input = Buffer.concat([...lines.map((l) => Buffer.from(`${l}\n`)), nonUtf8, Buffer.from('\n/\n')]);
+    const run = (stdin) => spawnSync(shell[0], [...shell.slice(1), '-c', removalScript(), 'k8s-auth-preflight', root], { input: stdin, encoding: 'utf8', timeout: 30_000 });
+    const done = run(input);
+    assert.equal(done.status, 0, done.stderr);
+    assert.equal(done.stdout, 'k8s-auth-preflight-removed\n');
+    assert.deepEqual(fs.readdirSync(root).sort(), ['full', 'link']);
+    assert.deepEqual(fs.readdirSync(at('full')), ['other']);
+    assert.equal(fs.readFileSync(path.join(outside, 'target'), 'utf8'), 'outside\n');
+    fs.writeFileSync(at('again'), 'x');
+    const short = run(Buffer.from('again\n'));
+    assert.equal(short.status, 1);
+    assert.equal(short.stdout, '');
+    assert.match(short.stderr, /the names ended before their end line/);
+  });
+}
