@@ -13,6 +13,7 @@ const { spawn } = require('node:child_process');
 const { PassThrough, Writable } = require('node:stream');
 const { execute } = require('./execute');
 const { statusFacts } = require('./facts');
+const cksum = require('./cksum');
 
 // How much of the end of the pod's report stream and of each tar's stderr
 // is kept for the core: the report line and tar's last words.
@@ -79,19 +80,21 @@ function tailSink() {
   return sink;
 }
 
-/** Counts and hashes bytes as they pass, until its facts are taken. */
+/** Counts bytes as they pass and computes both checks a pod may make of them (SHA-256 and POSIX cksum's CRC), until its facts are taken. */
 function tally() {
   const hash = crypto.createHash('sha256');
+  let crc = 0;
   let bytes = 0;
   let facts = null;
   return {
     add(chunk) {
       if (facts) return;
       hash.update(chunk);
+      crc = cksum.update(crc, chunk);
       bytes += chunk.length;
     },
     facts() {
-      facts = facts || { runnerBytes: bytes, runnerSha256: hash.digest('hex') };
+      facts = facts || { runnerBytes: bytes, runnerSha256: hash.digest('hex'), runnerCksum: cksum.finish(crc, bytes) };
       return facts;
     },
   };

@@ -18,7 +18,7 @@ mod verdict;
 
 pub use listing::{leftovers, names};
 pub use removal::{input as removal_input, removed, Place, Removal, END_LINE, REMOVED_MARK};
-pub use report::{Report, REPORT_MARK};
+pub use report::{Check, Report, REPORT_MARK};
 pub use run::{CopyAction, CopyOutcome, CopyRun, ATTEMPTS, WAITS_MS};
 pub use verdict::{verdict, Verdict};
 
@@ -162,6 +162,8 @@ pub struct Attempt {
     pub runner_bytes: u64,
     /// Their SHA-256, as lowercase hex.
     pub runner_sha256: String,
+    /// Their POSIX `cksum` CRC (over the bytes and their count).
+    pub runner_cksum: u32,
     /// The runner's `tar`'s exit code, or `None` when it did not exit by
     /// itself (a signal, or it could not start).
     pub runner_tar: Option<i64>,

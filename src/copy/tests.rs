@@ -16,8 +16,15 @@ fn spec(direction: Direction) -> CopySpec {
 }
 
 fn report(tar: i64, bytes: u64, sum: &str) -> String {
-    format!("{REPORT_MARK} {tar} {bytes} {sum}\n")
+    format!("{REPORT_MARK} {tar} {bytes} sha256 {sum}\n")
 }
+
+/// A report checked with POSIX `cksum`.
+fn cksum_report(tar: i64, bytes: u64, crc: u32) -> String {
+    format!("{REPORT_MARK} {tar} {bytes} cksum {crc}\n")
+}
+
+const CRC: u32 = 3_015_617_425;
 
 fn success() -> Option<ExecStatus> {
     Some(ExecStatus {
@@ -31,6 +38,7 @@ fn whole_in() -> Attempt {
     Attempt {
         runner_bytes: 10240,
         runner_sha256: SUM.into(),
+        runner_cksum: CRC,
         runner_tar: Some(0),
         listing_whole: true,
         pod_out: report(0, 10240, SUM),
@@ -263,7 +271,7 @@ fn a_report_line_is_read_whole_or_not_at_all() {
             Report {
                 tar: 0,
                 bytes: 5,
-                sha256: SUM.into()
+                check: Check::Sha256(SUM.into())
             },
             ""
         ))
@@ -282,6 +290,11 @@ fn a_report_line_is_read_whole_or_not_at_all() {
         good.replace(" 5 ", " 99999999999999999999 "),
         format!("{} extra\n", good.trim_end()),
         good.replace(REPORT_MARK, "other"),
+        good.replace(" sha256 ", " md5 "),
+        good.replace(" sha256 ", " "),
+        cksum_report(0, 5, 1).replace(" 1\n", " 4294967296\n"), // not a CRC-32
+        cksum_report(0, 5, 1).replace(" 1\n", " -1\n"),
+        cksum_report(0, 5, 1).replace(" 1\n", " 1 2\n"),
         String::new(),
     ] {
         assert_eq!(Report::find(&bad), None, "{bad:?}");
@@ -656,4 +669,41 @@ fn empty_or_nul_paths_are_refused_by_name() {
         no_container.map_err(|e| e.to_string()),
         Err("container is empty".into())
     );
+}
+
+#[test]
+fn a_pod_that_checked_with_cksum_is_compared_with_the_runners_crc_both_ways() {
+    let mut a = whole_in();
+    a.pod_out = cksum_report(0, 10240, CRC);
+    let want = Verdict::Accept {
+        bytes: 10240,
+        sha256: SUM.into(),
+    };
+    assert_eq!(verdict(Direction::ToPod, &a), want);
+    assert_eq!(
+        Report::find(&cksum_report(0, 10240, CRC)).map(|r| r.0.check),
+        Some(Check::Cksum(CRC))
+    );
+    // The runner's SHA-256 does not matter to a pod that sent a CRC.
+    a.runner_sha256 = OTHER.into();
+    assert!(matches!(
+        verdict(Direction::ToPod, &a),
+        Verdict::Accept { .. }
+    ));
+    a.runner_cksum = CRC + 1;
+    match verdict(Direction::ToPod, &a) {
+        Verdict::Again(why) => assert!(why.contains("other bytes in their place"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let mut a = whole_out();
+    a.pod_err = format!("tar: removing leading /\n{}", cksum_report(0, 10240, CRC));
+    assert_eq!(verdict(Direction::FromPod, &a), want);
+    a.runner_bytes = 10239;
+    match verdict(Direction::FromPod, &a) {
+        Verdict::Again(why) => assert!(
+            why.contains("10240 bytes were sent and 10239 arrived, a different count"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }

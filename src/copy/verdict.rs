@@ -1,6 +1,6 @@
 //! What one attempt of a copy came to.
 
-use super::{Attempt, Direction, Report};
+use super::{Attempt, Check, Direction, Report};
 
 /// What one attempt came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,15 +57,18 @@ pub fn verdict(direction: Direction, attempt: &Attempt) -> Verdict {
         Direction::ToPod => attempt.pod_err.as_str(),
         Direction::FromPod => before,
     };
+    // The runner's check of the same kind as the pod's.
+    let runner = (
+        attempt.runner_bytes,
+        match &report.check {
+            Check::Cksum(_) => Check::Cksum(attempt.runner_cksum),
+            Check::Sha256(_) => Check::Sha256(attempt.runner_sha256.clone()),
+        },
+    );
+    let pod = (report.bytes, report.check.clone());
     let (sent, arrived) = match direction {
-        Direction::ToPod => (
-            (attempt.runner_bytes, attempt.runner_sha256.as_str()),
-            (report.bytes, report.sha256.as_str()),
-        ),
-        Direction::FromPod => (
-            (report.bytes, report.sha256.as_str()),
-            (attempt.runner_bytes, attempt.runner_sha256.as_str()),
-        ),
+        Direction::ToPod => (runner, pod),
+        Direction::FromPod => (pod, runner),
     };
     if sent != arrived {
         let how = if sent.0 == arrived.0 {
@@ -97,7 +100,7 @@ pub fn verdict(direction: Direction, attempt: &Attempt) -> Verdict {
     match unpacker.0 {
         Some(0) => Verdict::Accept {
             bytes: sent.0,
-            sha256: sent.1.to_string(),
+            sha256: attempt.runner_sha256.clone(),
         },
         code => Verdict::Fail(tar_failed("unpack", unpacker_where, code, unpacker.1)),
     }

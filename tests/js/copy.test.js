@@ -63,7 +63,10 @@ function busyboxBin(t) {
   const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
   if (!busybox) return null;
   const bin = tempDir(t, 'busybox-bin');
-  for (const name of ['sh', 'tar', 'sha256sum', 'tee', 'wc', 'mkfifo', 'mkdir', 'mktemp', 'rm', 'cat', 'sleep']) fs.symlinkSync(busybox, path.join(bin, name));
+  // Only the applets this BusyBox has (Debian's has no cksum: the copy
+  // then checks with sha256sum).
+  const applets = require('node:child_process').spawnSync(busybox, ['--list'], { encoding: 'utf8' }).stdout.split('\n');
+  for (const name of ['sh', 'tar', 'sha256sum', 'cksum', 'tee', 'wc', 'mkfifo', 'mkdir', 'mktemp', 'rm', 'rmdir', 'cat', 'sleep']) if (applets.includes(name)) fs.symlinkSync(busybox, path.join(bin, name));
   return bin;
 }
 
@@ -116,24 +119,47 @@ test(`${F} copying out leaves the runner's answers in place: a pod's _runner_hoo
   assert.equal(fs.readFileSync(path.join(runner, '_temp', '_runner_hook_responses', 'answer.json'), 'utf8'), 'fresh');
 });
 
-test(`${F} bytes that arrive different (the pod's hash is not the runner's): copied again, and accepted only when they agree`, async (t) => {
-  // The pod's sha256sum lies once: its first answer is another hash.
-  const flag = path.join(tempDir(t, 'flag'), 'lied');
-  const bin = wrapper(t, 'sha256sum', `if [ ! -e '${flag}' ]; then : > '${flag}'; cat >/dev/null; echo 0000000000000000000000000000000000000000000000000000000000000000 '-'; exit 0; fi\nexec /usr/bin/sha256sum "$@"`);
-  const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
-  const src = workspace(t);
-  const log = capture();
-  const into = path.join(env.folder(), 'w');
-  const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
-  assert.equal(r.attempts, 2);
-  assert.equal(copyExecs(env).length, 2);
-  assert.deepEqual(tree(into), asCopiedIn(tree(src)));
-  assert.equal(log.warning.length, 1, log.warning.join('\n'));
-  assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\): \d+ bytes were sent and \d+ arrived, other bytes in their place; copying it again in 250 ms/);
-});
+/** A folder of this machine's utilities for the pod's PATH, `without` some of them. */
+function gnuBin(t, without = []) {
+  const bin = tempDir(t, 'gnu-bin');
+  for (const name of ['sh', 'tar', 'tee', 'wc', 'mkfifo', 'mkdir', 'mktemp', 'rm', 'rmdir', 'cat', 'sha256sum', 'cksum', 'sleep']) {
+    if (!without.includes(name)) fs.symlinkSync(`/usr/bin/${name === 'sh' ? 'dash' : name}`, path.join(bin, name));
+  }
+  return bin;
+}
+
+// A check that lies: cksum with its CRC one off (the count right), or
+// sha256sum with another hash; `once`: only its first answer.
+const lyingCheck = {
+  cksum: (flag) => `${flag ? `if [ -e '${flag}' ]; then exec /usr/bin/cksum "$@"; fi; : > '${flag}'\n` : ''}set -- $(/usr/bin/cksum); echo "$((($1 + 1) % 4294967296)) $2"`,
+  sha256sum: (flag) => `${flag ? `if [ -e '${flag}' ]; then exec /usr/bin/sha256sum "$@"; fi; : > '${flag}'\n` : ''}cat >/dev/null; echo 0000000000000000000000000000000000000000000000000000000000000000 '-'`,
+};
+
+// A container with cksum checks with it; one without, with sha256sum.
+for (const check of ['cksum', 'sha256sum']) {
+  test(`${F} bytes that arrive different (the pod's ${check} is not the runner's): copied again, and accepted only when they agree, both ways`, async (t) => {
+    const flag = path.join(tempDir(t, 'flag'), 'lied');
+    const liar = wrapper(t, check, lyingCheck[check](flag));
+    const env = await podServer(t, { podEnv: { PATH: `${liar}:${gnuBin(t, check === 'cksum' ? [] : ['cksum'])}` } });
+    const src = workspace(t);
+    const log = capture();
+    const into = path.join(env.folder(), 'w');
+    const r = await preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger });
+    assert.equal(r.attempts, 2);
+    assert.equal(copyExecs(env).length, 2);
+    assert.deepEqual(tree(into), asCopiedIn(tree(src)));
+    assert.equal(log.warning.length, 1, log.warning.join('\n'));
+    assert.match(log.warning[0], /did not arrive whole \(attempt 1 of 5\): \d+ bytes were sent and \d+ arrived, other bytes in their place; copying it again in 250 ms/);
+    fs.rmSync(flag);
+    const back = tempDir(t, 'back');
+    const r2 = await preflight.copyFromPod(env.kc, spec(into, back), { env: copyEnv(), logger: log.logger });
+    assert.equal(r2.attempts, 2);
+    assert.deepEqual(tree(path.join(back, 'w')), tree(into));
+  });
+}
 
 test(`${F} bytes that never arrive whole: every attempt made, then a failure that says so, never a success`, async (t) => {
-  const bin = wrapper(t, 'sha256sum', `cat >/dev/null; echo 0000000000000000000000000000000000000000000000000000000000000000 '-'`);
+  const bin = wrapper(t, 'cksum', lyingCheck.cksum(null));
   const env = await podServer(t, { podEnv: { PATH: `${bin}:${POD_PATH}` } });
   const log = capture();
   const src = workspace(t);
@@ -230,14 +256,12 @@ test(`${F} a pod folder tar cannot write into: a failure at once, saying so; not
   assert.equal(copyExecs(env).length, 1);
 });
 
-test(`${F} a container without sha256sum: nothing is unpacked, and the failure names what is missing (a workspace larger than a pipe holds: the runner's tar is not left waiting)`, { timeout: 60_000 }, async (t) => {
-  const bin = tempDir(t, 'no-sha');
-  for (const name of ['sh', 'tar', 'tee', 'wc', 'mkfifo', 'mkdir', 'mktemp', 'rm', 'cat']) fs.symlinkSync(`/usr/bin/${name === 'sh' ? 'dash' : name}`, path.join(bin, name));
-  const env = await podServer(t, { podEnv: { PATH: bin } });
+test(`${F} a container with neither cksum nor sha256sum: nothing is unpacked, and the failure names what is missing (a workspace larger than a pipe holds: the runner's tar is not left waiting)`, { timeout: 60_000 }, async (t) => {
+  const env = await podServer(t, { podEnv: { PATH: gnuBin(t, ['cksum', 'sha256sum']) } });
   const into = path.join(env.folder(), 'w');
   const src = workspace(t);
   fs.writeFileSync(path.join(src, 'big'), crypto.randomBytes(4 * 1024 * 1024));
-  await assert.rejects(preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: capture().logger }), /its script exited with 127\): k8s-auth-preflight: the container has no sha256sum$/);
+  await assert.rejects(preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: capture().logger }), /its script exited with 127\): k8s-auth-preflight: the container has neither cksum nor sha256sum and wc$/);
   assert.equal(fs.existsSync(into), false);
 });
 

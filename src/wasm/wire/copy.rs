@@ -30,7 +30,7 @@ pub fn copy_spec(v: &JsValue) -> Result<CopySpec, Bad> {
 /// What the host saw: of an attempt, or of a removal.
 pub enum CopyFact {
     /// `{type: 'copied', runnerBytes, runnerSha256, runnerTar,
-    /// runnerTarError, podOut, podErr, status, openError, listing,
+    /// runnerCksum, runnerTarError, podOut, podErr, status, openError, listing,
     /// listingWhole}`; `status` is the exec's `V1Status` as it came, or
     /// null; `listing` a `Uint8Array`.
     Copied(Attempt),
@@ -65,6 +65,8 @@ pub fn copy_facts(v: &JsValue) -> Result<Vec<CopyFact>, Bad> {
                 // Whole byte counts below 2^53: `as` is exact.
                 runner_bytes: optional::<f64>(&f, "runnerBytes")? as u64,
                 runner_sha256: optional(&f, "runnerSha256")?,
+                // A CRC (below 2^32) as a number: `as` is exact.
+                runner_cksum: optional::<f64>(&f, "runnerCksum")? as u32,
                 runner_tar: optional::<Option<f64>>(&f, "runnerTar")?.map(|c| c as i64),
                 runner_tar_error: optional(&f, "runnerTarError")?,
                 pod_out: optional(&f, "podOut")?,
