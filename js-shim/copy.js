@@ -123,15 +123,17 @@ function within(promise, ms, onLate) {
  * Runs the exec of one attempt and resolves with what came of it:
  * `{status}` (the `V1Status`, or null when the stream closed with none) or
  * `{openError}` (the exec could not be opened: its error's facts, the
- * credential hidden).
+ * credential hidden), and `protocol`, the stream's subprotocol (null when
+ * it never opened).
  */
 function runExec(exec, spec, command, streams, describeError) {
   return new Promise((resolve) => {
     let settled = false;
+    let protocol = null;
     const settle = (result) => {
       if (settled) return;
       settled = true;
-      resolve(result);
+      resolve({ ...result, protocol });
     };
     let opened;
     try {
@@ -141,6 +143,9 @@ function runExec(exec, spec, command, streams, describeError) {
     }
     opened.then(
       (socket) => {
+        // The subprotocol the apiserver chose: before v5, a client can end
+        // stdin only by closing the whole stream.
+        if (socket && typeof socket.protocol === 'string') protocol = socket.protocol;
         // A stream that closed and never gave a status: none will come.
         if (socket && typeof socket.on === 'function') socket.on('close', () => setTimeout(() => settle({ status: null }), 1000).unref());
       },
@@ -201,6 +206,7 @@ async function attemptToPod({ exec, spec, script, args, describeError }) {
     podErr: stderr.text(),
     status: ended.status ? statusFacts(ended.status) : null,
     openError: ended.openError || null,
+    protocol: ended.protocol,
     listing: listed,
     listingWhole: tarFacts.code !== null,
   };
@@ -261,6 +267,7 @@ async function attemptFromPod({ exec, spec, script, args, describeError }) {
     // A stream whose last bytes never came through has no status to give.
     status: whole && ended.status ? statusFacts(ended.status) : null,
     openError: ended.openError || null,
+    protocol: ended.protocol,
     listing: listed,
     listingWhole: tarFacts.code !== null,
   };

@@ -31,13 +31,13 @@ bash scripts/build.sh
 # (docs/PERFORMANCE.md); the guard only catches a large accident. It was
 # 256 KiB until the durable exec machine (24 KB) took the .wasm past it,
 # and 288 KiB until the copy machine (14 KB).
-step "size guard: .wasm under 304 KiB"
+step "size guard: .wasm under 312 KiB"
 wasm_bytes=$(wc -c < pkg/k8s_auth_preflight_bg.wasm)
-if [ "$wasm_bytes" -ge 311296 ]; then
-  echo "pkg/k8s_auth_preflight_bg.wasm is $wasm_bytes bytes, over the 311296-byte guard" >&2
+if [ "$wasm_bytes" -ge 319488 ]; then
+  echo "pkg/k8s_auth_preflight_bg.wasm is $wasm_bytes bytes, over the 319488-byte guard" >&2
   exit 1
 fi
-echo "$wasm_bytes bytes (guard 311296)"
+echo "$wasm_bytes bytes (guard 319488)"
 
 step "pack and install the tarball into the consumer folders"
 node tests/js/support/prepare.js

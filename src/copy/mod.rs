@@ -180,6 +180,9 @@ pub struct Attempt {
     /// client gave it (after that client's own retries), the credential
     /// hidden.
     pub open_error: Option<crate::classify::ErrorFacts>,
+    /// The exec stream's subprotocol (`v5.channel.k8s.io`, ...), when it
+    /// opened and the client said.
+    pub protocol: Option<String>,
     /// What the runner's `tar` listed: each name it packed (into the pod)
     /// or unpacked (out of it), escaped, one a line ([`listing`]).
     pub listing: Vec<u8>,

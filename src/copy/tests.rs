@@ -707,3 +707,35 @@ fn a_pod_that_checked_with_cksum_is_compared_with_the_runners_crc_both_ways() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_copy_into_the_pod_cut_on_a_stream_before_v5_fails_at_once_naming_the_protocol() {
+    let mut a = whole_in();
+    a.status = None;
+    a.pod_out = String::new();
+    a.protocol = Some("v4.channel.k8s.io".into());
+    match verdict(Direction::ToPod, &a) {
+        Verdict::Fail(why) => assert_eq!(why, "the apiserver chose v4.channel.k8s.io for its exec, where the end of the archive closes the stream, so no report can come back; a copy into a pod needs v5.channel.k8s.io (Kubernetes 1.30 and later)"),
+        other => panic!("{other:?}"),
+    }
+    // On v5, or when the client did not say, a cut is copied again; out of
+    // the pod no stdin is sent, and v4 does.
+    for (direction, protocol) in [
+        (Direction::ToPod, Some("v5.channel.k8s.io")),
+        (Direction::ToPod, None),
+        (Direction::FromPod, Some("v4.channel.k8s.io")),
+    ] {
+        a.protocol = protocol.map(String::from);
+        assert!(
+            matches!(verdict(direction, &a), Verdict::Again(_)),
+            "{direction:?} {protocol:?}"
+        );
+    }
+    // A whole copy on v4 (a client that sent no end) is not refused.
+    let mut whole = whole_in();
+    whole.protocol = Some("v4.channel.k8s.io".into());
+    assert!(matches!(
+        verdict(Direction::ToPod, &whole),
+        Verdict::Accept { .. }
+    ));
+}

@@ -24,17 +24,37 @@ pub enum Verdict {
 // the packing tar (2: a fatal error, BusyBox's 1 included) is not a race.
 const TAR_SOME_FILES_DIFFER: i64 = 1;
 
+// The exec subprotocol in which a client can close its stdin and still
+// read the command's output and status.
+const STDIN_CLOSES: &str = "v5.channel.k8s.io";
+
 /// What `attempt` of a copy `direction` came to.
 pub fn verdict(direction: Direction, attempt: &Attempt) -> Verdict {
     if let Some(facts) = &attempt.open_error {
         return open_failed(facts);
     }
+    let cut = match &attempt.status {
+        None => Some("its stream ended with no status".to_string()),
+        Some(status) if crate::durable::is_incomplete(&status.reason) => {
+            Some(format!("its stream was cut ({})", status.message))
+        }
+        Some(_) => None,
+    };
+    if direction == Direction::ToPod && cut.is_some() {
+        if let Some(protocol) = attempt.protocol.as_deref().filter(|p| *p != STDIN_CLOSES) {
+            // Before v5 the client ends stdin by closing the whole stream:
+            // no report can come back, on any attempt.
+            return Verdict::Fail(format!(
+                "the apiserver chose {protocol} for its exec, where the end of the archive closes the stream, so no report can come back; a copy into a pod needs {STDIN_CLOSES} (Kubernetes 1.30 and later)"
+            ));
+        }
+    }
+    if let Some(cut) = cut {
+        return Verdict::Again(cut);
+    }
     let Some(status) = &attempt.status else {
         return Verdict::Again("its stream ended with no status".into());
     };
-    if crate::durable::is_incomplete(&status.reason) {
-        return Verdict::Again(format!("its stream was cut ({})", status.message));
-    }
     let report_stream = match direction {
         Direction::ToPod => &attempt.pod_out,
         Direction::FromPod => &attempt.pod_err,

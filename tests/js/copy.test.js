@@ -509,3 +509,24 @@ for (const shell of shells()) {
     assert.match(short.stderr, /the names ended before their end line/);
   });
 }
+
+test(`${F} an apiserver that speaks only v4.channel.k8s.io (Kubernetes 1.29 and older): a copy into the pod fails at its first attempt naming the protocol (the end of stdin closes the whole stream there); a copy out of the pod, which sends no stdin, works`, async (t) => {
+  const env = await podServer(t, { execProtocols: ['v4.channel.k8s.io'] });
+  const log = capture();
+  const into = path.join(env.folder(), 'w');
+  const src = workspace(t);
+  await assert.rejects(preflight.copyToPod(env.kc, spec(src, into), { env: copyEnv(), logger: log.logger }), (e) => {
+    assert.equal(e.code, 'PREFLIGHT_COPY_FAILED');
+    assert.match(e.message, /failed: the apiserver chose v4\.channel\.k8s\.io for its exec, where the end of the archive closes the stream, so no report can come back; a copy into a pod needs v5\.channel\.k8s\.io/);
+    return true;
+  });
+  assert.equal(copyExecs(env).length, 1, 'not copied again');
+  assert.deepEqual(log.warning, []);
+  const inPod = path.join(env.folder(), 'made');
+  fs.mkdirSync(inPod);
+  fs.writeFileSync(path.join(inPod, 'f'), 'out\n');
+  const back = tempDir(t, 'back');
+  const r = await preflight.copyFromPod(env.kc, spec(inPod, back), { env: copyEnv(), logger: log.logger });
+  assert.equal(r.attempts, 1);
+  assert.equal(fs.readFileSync(path.join(back, 'made', 'f'), 'utf8'), 'out\n');
+});

@@ -30,7 +30,7 @@ pub fn copy_spec(v: &JsValue) -> Result<CopySpec, Bad> {
 /// What the host saw: of an attempt, or of a removal.
 pub enum CopyFact {
     /// `{type: 'copied', runnerBytes, runnerSha256, runnerTar,
-    /// runnerCksum, runnerTarError, podOut, podErr, status, openError, listing,
+    /// runnerCksum, runnerTarError, podOut, podErr, status, openError, protocol, listing,
     /// listingWhole}`; `status` is the exec's `V1Status` as it came, or
     /// null; `listing` a `Uint8Array`.
     Copied(Attempt),
@@ -73,6 +73,7 @@ pub fn copy_facts(v: &JsValue) -> Result<Vec<CopyFact>, Bad> {
                 pod_err: optional(&f, "podErr")?,
                 status: exec_status(&f)?,
                 open_error: open_error()?,
+                protocol: optional(&f, "protocol")?,
                 listing: optional::<Option<Bytes>>(&f, "listing")?
                     .map(|b| b.0)
                     .unwrap_or_default(),
