@@ -29,13 +29,14 @@ const TAR_END_WAIT_MS = 120_000;
 // the hook, which it writes while the hook runs.
 const EXCLUDE = '--exclude=_runner_hook_responses*';
 
-// The runner's tar lists each name it packs or unpacks (for the core:
-// what an attempt may have written, src/copy/listing.rs), escaped the one
+// The runner's tar lists each name it packs or unpacks, with the block its
+// header starts at (for the core: what an attempt may have written,
+// src/copy/listing.rs), escaped the one
 // way the core reads, whatever the environment's TAR_OPTIONS,
 // QUOTING_STYLE or locale say; LC_ALL=C escapes every byte that is not
 // printable ASCII. (An index file, not a pipe: tar opens it by name, and
 // a child's extra stdio is a socket, which /dev/fd cannot open.)
-const LISTING = ['-v', '--quoting-style=escape'];
+const LISTING = ['-R', '-v', '--quoting-style=escape'];
 const tarEnv = () => ({ ...process.env, LC_ALL: 'C' });
 
 /** A new file for one tar's listing: `{option, read(), done()}`. */
@@ -165,7 +166,8 @@ async function attemptToPod({ exec, spec, script, args, describeError }) {
   // touched. (A folder that cannot be read names nothing: tar says why.)
   let names = [];
   try {
-    names = fs.readdirSync(spec.from, { encoding: 'buffer' });
+    // In one order, whatever the file system's.
+    names = fs.readdirSync(spec.from, { encoding: 'buffer' }).sort(Buffer.compare);
   } catch {
     // tar's own error names the folder
   }

@@ -16,7 +16,7 @@ mod report;
 mod run;
 mod verdict;
 
-pub use listing::{leftovers, names};
+pub use listing::written;
 pub use removal::{input as removal_input, removed, Place, Removal, END_LINE, REMOVED_MARK};
 pub use report::{Check, Report, REPORT_MARK};
 pub use run::{CopyAction, CopyOutcome, CopyRun, ATTEMPTS, WAITS_MS};

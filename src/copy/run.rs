@@ -2,8 +2,7 @@
 //! decides the next step.
 
 use super::{
-    leftovers, removal_input, removed, verdict, Attempt, CopySpec, Direction, Place, Removal,
-    Verdict,
+    removal_input, removed, verdict, written, Attempt, CopySpec, Direction, Place, Removal, Verdict,
 };
 use crate::protocol::Level;
 
@@ -85,19 +84,22 @@ enum Next {
     Attempt { n: u32, at_ms: u64 },
     /// Attempt `n`'s report.
     Report { n: u32 },
-    /// To ask for removal `n` (at `at_ms` or later) of `names`, ending in
-    /// `done` when it is removed.
+    /// To ask for try `n` (at `at_ms` or later) of the removal of
+    /// `names`, which attempt `then - 1` may have written (it did not
+    /// arrive whole: `why`), before attempt `then`.
     Remove {
         n: u32,
         at_ms: u64,
         names: Vec<Vec<u8>>,
-        done: CopyOutcome,
+        then: u32,
+        why: String,
     },
-    /// Removal `n`'s report.
+    /// Try `n`'s report.
     Removed {
         n: u32,
         names: Vec<Vec<u8>>,
-        done: CopyOutcome,
+        then: u32,
+        why: String,
     },
     /// To say how it ended.
     End(CopyOutcome),
@@ -111,10 +113,6 @@ pub struct CopyRun {
     spec: CopySpec,
     next: Next,
     said: Vec<(Level, String)>,
-    /// The listings of the attempts that were not accepted.
-    earlier: Vec<Vec<u8>>,
-    /// Whether each of them is whole.
-    earlier_whole: bool,
 }
 
 impl CopyRun {
@@ -124,8 +122,6 @@ impl CopyRun {
             spec,
             next: Next::Attempt { n: 1, at_ms: 0 },
             said: Vec::new(),
-            earlier: Vec::new(),
-            earlier_whole: true,
         }
     }
 
@@ -144,18 +140,15 @@ impl CopyRun {
                         format!("k8s-auth-preflight: the {what} arrived whole at attempt {n}"),
                     ));
                 }
-                let done = CopyOutcome {
+                Next::End(CopyOutcome {
                     ok: true,
                     attempts: n,
                     bytes,
                     sha256,
                     message: String::new(),
-                };
-                self.after_accepted(attempt, done)
+                })
             }
             Verdict::Again(why) if n < ATTEMPTS => {
-                self.earlier.push(attempt.listing.clone());
-                self.earlier_whole &= attempt.listing_whole;
                 let wait = WAITS_MS[(n - 1) as usize];
                 self.said.push((
                     Level::Warning,
@@ -164,10 +157,7 @@ impl CopyRun {
                         wait
                     ),
                 ));
-                Next::Attempt {
-                    n: n + 1,
-                    at_ms: now_ms.saturating_add(wait),
-                }
+                self.before_next(n, attempt, now_ms.saturating_add(wait), why)
             }
             Verdict::Again(why) => Next::End(self.failed(
                 n,
@@ -177,80 +167,87 @@ impl CopyRun {
         };
     }
 
-    /// After the accepted attempt: the end, or first the removal of what
-    /// earlier attempts left that it did not bring.
-    fn after_accepted(&mut self, accepted: &Attempt, done: CopyOutcome) -> Next {
-        if self.earlier.is_empty() {
-            return Next::End(done);
-        }
-        if !self.earlier_whole {
+    /// After attempt `n`, which did not arrive whole (`why`): attempt
+    /// `n + 1` at `at_ms`, or first the removal of what attempt `n` may
+    /// have written (see [`super::listing`]).
+    fn before_next(&mut self, n: u32, attempt: &Attempt, at_ms: u64, why: String) -> Next {
+        if !attempt.listing_whole {
             self.said.push((
                 Level::Warning,
                 format!(
-                    "k8s-auth-preflight: the {}: an earlier attempt's list of names is not whole (the runner's tar was stopped), so a name it wrote that is no longer in {} may be left in {}",
+                    "k8s-auth-preflight: the {}: the runner's tar was stopped, so its list of what attempt {n} may have written in {} is not whole, and some of it may stay",
                     self.spec.what(),
-                    self.spec.from,
                     self.spec.to
                 ),
             ));
         }
-        let names = leftovers(&self.earlier, &accepted.listing);
+        // Into the pod, a member whose header was not sent never reached it.
+        let sent = (self.spec.direction == Direction::ToPod).then_some(attempt.runner_bytes);
+        let names = written(&attempt.listing, sent);
         if names.is_empty() {
-            return Next::End(done);
+            return Next::Attempt { n: n + 1, at_ms };
         }
         Next::Remove {
             n: 1,
-            at_ms: 0,
+            at_ms,
             names,
-            done,
+            then: n + 1,
+            why,
         }
     }
 
     /// Takes what the host saw of the removal it was asked for; anything
     /// else is ignored.
     pub fn on_removed(&mut self, now_ms: u64, run: &Removal) {
-        let Next::Removed { n, .. } = &self.next else {
-            return;
-        };
-        let n = *n;
-        let Next::Removed { names, done, .. } = std::mem::replace(&mut self.next, Next::Over)
+        let Next::Removed {
+            n,
+            names,
+            then,
+            why,
+        } = std::mem::replace(&mut self.next, Next::Over)
         else {
             return;
         };
         let what = self.spec.what();
-        let count = names.len();
         let left = format!(
-            "{count} name(s) an earlier attempt wrote in {}, which {} no longer holds",
-            self.spec.to, self.spec.from
+            "the {} name(s) attempt {} may have written in {}",
+            names.len(),
+            then - 1,
+            self.spec.to
         );
         self.next = match removed(self.place(), run) {
             Verdict::Accept { .. } => {
                 self.said.push((
                     Level::Info,
-                    format!("k8s-auth-preflight: the {what}: removed {left}"),
+                    format!(
+                        "k8s-auth-preflight: the {what}: removed {left}, before attempt {then}"
+                    ),
                 ));
-                Next::End(done)
+                Next::Attempt {
+                    n: then,
+                    at_ms: now_ms,
+                }
             }
-            Verdict::Again(why) if n < ATTEMPTS => {
+            Verdict::Again(again) if n < ATTEMPTS => {
                 let wait = WAITS_MS[(n - 1) as usize];
                 self.said.push((
                     Level::Warning,
                     format!(
-                        "k8s-auth-preflight: the {what}: {left} were not removed (try {n} of {ATTEMPTS}): {why}; trying again in {wait} ms"
+                        "k8s-auth-preflight: the {what}: {left} were not removed (try {n} of {ATTEMPTS}): {again}; trying again in {wait} ms"
                     ),
                 ));
                 Next::Remove {
                     n: n + 1,
                     at_ms: now_ms.saturating_add(wait),
                     names,
-                    done,
+                    then,
+                    why,
                 }
             }
-            Verdict::Again(why) | Verdict::Fail(why) => Next::End(self.failed(
-                done.attempts,
+            Verdict::Again(again) | Verdict::Fail(again) => Next::End(self.failed(
+                then - 1,
                 format!(
-                    "it arrived whole at attempt {}, but {left}, could not be removed: {why}",
-                    done.attempts
+                    "it did not arrive whole ({why}), and {left} could not be removed: {again}"
                 ),
             )),
         };
@@ -302,34 +299,30 @@ impl CopyRun {
                 n,
                 at_ms,
                 names,
-                done,
+                then,
+                why,
             } if now_ms >= at_ms => {
                 let action = CopyAction::Remove {
                     place: self.place(),
                     args: vec![self.spec.to.clone()],
                     input: removal_input(&names),
                 };
-                self.next = Next::Removed { n, names, done };
+                self.next = Next::Removed {
+                    n,
+                    names,
+                    then,
+                    why,
+                };
                 action
             }
-            Next::Remove {
-                n,
-                at_ms,
-                names,
-                done,
-            } => {
-                self.next = Next::Remove {
-                    n,
-                    at_ms,
-                    names,
-                    done,
-                };
+            next @ Next::Remove { at_ms, .. } => {
+                self.next = next;
                 CopyAction::Wait {
                     until_ms: Some(at_ms),
                 }
             }
-            Next::Removed { n, names, done } => {
-                self.next = Next::Removed { n, names, done };
+            next @ Next::Removed { .. } => {
+                self.next = next;
                 CopyAction::Wait { until_ms: None }
             }
             Next::End(outcome) => CopyAction::Done { outcome },

@@ -390,10 +390,25 @@ fn removed_in_pod() -> Removal {
 }
 
 #[test]
-fn what_a_cut_attempt_wrote_and_the_accepted_one_did_not_bring_is_removed_after_it_deepest_first() {
-    let cut = cut_listing("./\n./a\n./gone/\n./gone/half\n./new\\nline\n./back\\\\slash\n./partly");
-    let accepted = listed(whole_in(), "./\n./a\n");
-    let (actions, _) = run_removing(Direction::ToPod, &[cut, accepted], &[removed_in_pod()]);
+fn what_a_cut_attempt_may_have_written_is_removed_before_the_next_attempt_deepest_first() {
+    let mut cut = cut_listing(
+        "block 0: ./\nblock 1: ./gone/\nblock 2: ./gone/half\nblock 3: ./new\\nline\nblock 4: ./back\\\\slash\nblock 900: ./never-sent\nblock 5: ./partly",
+    );
+    cut.runner_bytes = 900 * 512;
+    let (actions, now) = run_removing(
+        Direction::ToPod,
+        &[cut, listed(whole_in(), "block 0: ./\nblock 1: ./a\n")],
+        &[removed_in_pod()],
+    );
+    let order: Vec<&str> = actions
+        .iter()
+        .filter_map(|a| match a {
+            CopyAction::Copy { .. } => Some("copy"),
+            CopyAction::Remove { .. } => Some("remove"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["copy", "remove", "copy"]);
     assert_eq!(
         removes(&actions),
         vec![&CopyAction::Remove {
@@ -402,50 +417,65 @@ fn what_a_cut_attempt_wrote_and_the_accepted_one_did_not_bring_is_removed_after_
             input: b"new\\nline\ngone/half\ngone\nback\\\\slash\n/\n".to_vec(),
         }]
     );
+    assert_eq!(
+        now,
+        1_000 + WAITS_MS[0],
+        "the removal is made after the wait, the attempt at once after it"
+    );
     let o = outcome(&actions);
     assert!(o.ok && o.attempts == 2, "{o:?}");
     let said = logs(&actions);
     assert!(
         said.iter().any(|(level, m)| *level == Level::Info
-            && m.contains("removed 4 name(s) an earlier attempt wrote in /__w, which /src/dir no longer holds")),
+            && m.contains(
+                "removed the 4 name(s) attempt 1 may have written in /__w, before attempt 2"
+            )),
         "{said:?}"
     );
 }
 
 #[test]
-fn nothing_is_removed_when_the_accepted_attempt_brought_every_name_or_was_the_first() {
-    let (actions, _) = run_to_end(Direction::ToPod, &[listed(whole_in(), "a\nb\n")]);
-    assert!(removes(&actions).is_empty());
+fn nothing_is_removed_for_a_healthy_copy_or_when_nothing_was_written() {
     let (actions, _) = run_to_end(
         Direction::ToPod,
-        &[cut_listing("a\n"), listed(whole_in(), "a\nb\n")],
+        &[listed(whole_in(), "block 0: a\nblock 1: b\n")],
+    );
+    assert!(removes(&actions).is_empty());
+    // Refused before anything was sent: its tar's listing reached nothing.
+    let mut refused = cut_listing("block 0: ./\nblock 1: ./a\n");
+    refused.runner_bytes = 0;
+    let (actions, _) = run_to_end(
+        Direction::ToPod,
+        &[refused, listed(whole_in(), "block 1: a\n")],
     );
     assert!(removes(&actions).is_empty());
     assert!(outcome(&actions).ok);
 }
 
 #[test]
-fn out_of_the_pod_the_leftovers_are_removed_on_the_runner() {
+fn out_of_the_pod_what_a_cut_attempt_unpacked_is_removed_on_the_runner() {
     let removed = Removal {
         out: format!("{REMOVED_MARK}\n"),
         exit_code: Some(0),
         ..Default::default()
     };
+    // Out of the pod the runner's tar unpacked it: every name it listed
+    // counts, whatever the count.
+    let mut cut = cut_listing("block 1: dir/\nblock 3000: dir/half\n");
+    cut.runner_bytes = 10;
     let (actions, _) = run_removing(
         Direction::FromPod,
-        &[
-            cut_listing("dir/\ndir/half\n"),
-            listed(whole_out(), "dir/\n"),
-        ],
+        &[cut, listed(whole_out(), "dir/\n")],
         &[removed],
     );
-    assert!(matches!(
-        removes(&actions)[..],
+    match removes(&actions)[..] {
         [CopyAction::Remove {
             place: Place::Runner,
+            input,
             ..
-        }]
-    ));
+        }] => assert_eq!(input, b"dir/half\ndir\n/\n"),
+        ref other => panic!("{other:?}"),
+    }
     assert!(outcome(&actions).ok);
 }
 
@@ -454,7 +484,7 @@ fn a_removal_whose_stream_is_cut_is_made_again_after_a_wait() {
     let cut = Removal::default();
     let (actions, now) = run_removing(
         Direction::ToPod,
-        &[cut_listing("gone\n"), listed(whole_in(), "")],
+        &[cut_listing("block 0: gone\n"), listed(whole_in(), "")],
         &[cut, removed_in_pod()],
     );
     assert_eq!(removes(&actions).len(), 2);
@@ -466,7 +496,8 @@ fn a_removal_whose_stream_is_cut_is_made_again_after_a_wait() {
 }
 
 #[test]
-fn a_removal_that_fails_or_does_not_read_every_name_fails_the_copy_saying_so() {
+fn a_removal_that_fails_or_does_not_read_every_name_fails_the_copy_saying_so_with_no_more_attempts()
+{
     let failed = Removal {
         out: format!("{REMOVED_MARK}\n"),
         err: "rm: cannot remove 'gone': Permission denied".into(),
@@ -494,13 +525,21 @@ fn a_removal_that_fails_or_does_not_read_every_name_fails_the_copy_saying_so() {
     ] {
         let (actions, _) = run_removing(
             Direction::ToPod,
-            &[cut_listing("gone\n"), listed(whole_in(), "")],
+            &[cut_listing("block 0: gone\n")],
             &[removal],
+        );
+        assert_eq!(
+            actions
+                .iter()
+                .filter(|a| matches!(a, CopyAction::Copy { .. }))
+                .count(),
+            1
         );
         let o = outcome(&actions);
         assert!(!o.ok);
+        assert_eq!(o.attempts, 1);
         assert!(
-            o.message.contains("it arrived whole at attempt 2, but 1 name(s) an earlier attempt wrote in /__w, which /src/dir no longer holds, could not be removed: ")
+            o.message.contains("failed: it did not arrive whole (its stream ended with no status), and the 1 name(s) attempt 1 may have written in /__w could not be removed: ")
                 && o.message.contains(why),
             "{}",
             o.message
@@ -510,12 +549,16 @@ fn a_removal_that_fails_or_does_not_read_every_name_fails_the_copy_saying_so() {
 
 #[test]
 fn a_listing_that_is_not_whole_is_said_with_a_warning() {
-    let mut cut = cut_listing("a\n");
+    let mut cut = cut_listing("block 0: a\n");
     cut.listing_whole = false;
-    let (actions, _) = run_to_end(Direction::ToPod, &[cut, listed(whole_in(), "a\n")]);
+    let (actions, _) = run_removing(
+        Direction::ToPod,
+        &[cut, listed(whole_in(), "block 0: a\n")],
+        &[removed_in_pod()],
+    );
     assert!(outcome(&actions).ok);
     assert!(logs(&actions).iter().any(|(l, m)| *l == Level::Warning
-        && m.contains("an earlier attempt's list of names is not whole")));
+        && m.contains("so its list of what attempt 1 may have written in /__w is not whole")));
 }
 
 fn outcome(actions: &[CopyAction]) -> &CopyOutcome {
