@@ -1,9 +1,8 @@
 #!/bin/sh
-# Remove what an earlier attempt of a copy left in the folder $1 that the
-# accepted attempt did not bring: a name the source no longer holds, which
-# a cut attempt may have half written (src/copy/listing.rs). The same
-# script runs in the pod (a copy into it) and on the runner (a copy out of
-# it).
+# Remove, before a copy is made again, what the attempt before may have
+# written in the folder $1: files it may have half written, links where
+# the source may now hold a folder (src/copy/listing.rs). The same script
+# runs in the pod (a copy into it) and on the runner (a copy out of it).
 #
 # The names come on stdin, relative to $1, one a line, deepest first: a
 # backslash in a name is written \\ and a newline \n. A line holding only

@@ -1,5 +1,6 @@
-//! The removal of leftovers (see [`super::listing`]): what the host is
-//! given to run, and what one run of it came to.
+//! The removal of what an attempt may have written (see
+//! [`super::listing`]): what the host is given to run, and what one run of
+//! it came to.
 //!
 //! The same script (`pod/copy-remove.sh`) runs in the pod, for a copy into
 //! it, and on the runner, for a copy out of it: it goes into the folder,
@@ -17,7 +18,7 @@ pub const REMOVED_MARK: &str = "k8s-auth-preflight-removed";
 /// a script that reads it has read every name.
 pub const END_LINE: &str = "/";
 
-/// Where the leftovers are.
+/// Where the names are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
     /// In the pod's folder: the script runs as an exec.
