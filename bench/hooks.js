@@ -22,6 +22,18 @@
 //   node tests/js/support/prepare.js && node tests/hooks/build.js   # once
 //   node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real,big]
 //       [--files 2000] [--dirs 100] [--temp-files 500] [--big-mb 1024] [--write [--out file]]
+//       [--faults reset,change [--fault-mb 256]]
+//
+// --faults replaces the healthy jobs by prepare_job alone, under a fault
+// while its copy into the pod is open (the checkout of each --workspaces
+// and one file of --fault-mb MB, so that the copy stays open for a while):
+//   reset   300 ms after the copy's exec opened, the apiserver's port
+//           answers tcp-reset for RESET_MS (iptables, in the job's
+//           namespace)
+//   change  a checkout file grows by a line every 50 ms for CHANGE_MS
+// Each row gives the median time, how many prepare_jobs succeeded with the
+// pod holding the checkout whole (the growing file a prefix of what the
+// runner ends with), and the execs.
 //
 // --write writes bench/results/hooks-healthy.md (or --out). Needs root, ip
 // and iptables.
@@ -33,7 +45,7 @@ const path = require('node:path');
 
 const { ROOT, RELEASES, missingUpstream } = require('../tests/hooks/upstream');
 const { bundleOf } = require('../tests/hooks/build');
-const { POD_MOUNTS, makeRunner, inputs, runHook, withoutCommands, describeHook } = require('../tests/hooks/job');
+const { POD_MOUNTS, makeRunner, inputs, runHook, withoutCommands, describeHook, podVolume } = require('../tests/hooks/job');
 const { canUseNetns, createNetns } = require('../tests/support/netns');
 const { startNsServer } = require('../tests/js/support/durable-job');
 const { median } = require('./job/table');
@@ -42,11 +54,15 @@ const RESULTS = path.join(ROOT, 'bench', 'results', 'hooks-healthy.md');
 const HOOKS = ['prepare_job', 'run_script_step', 'run_container_step', 'cleanup_job'];
 const VARIANTS = ['plain', 'integrated'];
 const HOOK_TIMEOUT_MS = 300_000;
+const FAULTS = ['reset', 'change'];
+const RESET_MS = 2000;
+const CHANGE_MS = 3000;
+const FAULT_WAIT_MS = 60_000;
 const SERVER_MAX_RUN_MS = 6 * 3600_000;
-const USAGE = 'usage: node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real,big] [--files 2000] [--dirs 100] [--temp-files 500] [--big-mb 1024] [--write [--out file]]';
+const USAGE = 'usage: node bench/hooks.js [--jobs 10] [--releases v0.8.1,main] [--workspaces tiny,real,big] [--files 2000] [--dirs 100] [--temp-files 500] [--big-mb 1024] [--write [--out file]] [--faults reset,change [--fault-mb 256]]';
 
 function parseArgs(argv) {
-  const o = { jobs: 10, releases: RELEASES.map((r) => r.name), workspaces: ['tiny', 'real'], files: 2000, dirs: 100, tempFiles: 500, bigMb: 1024, write: false, out: RESULTS };
+  const o = { jobs: 10, releases: RELEASES.map((r) => r.name), workspaces: ['tiny', 'real'], files: 2000, dirs: 100, tempFiles: 500, bigMb: 1024, write: false, out: RESULTS, faults: null, faultMb: 256 };
   const count = (flag, v, min) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new Error(`${flag} wants a whole number >= ${min}, got ${JSON.stringify(v)}\n${USAGE}`);
@@ -69,6 +85,8 @@ function parseArgs(argv) {
     else if (a === '--dirs') o.dirs = count(a, argv[++i], 1);
     else if (a === '--temp-files') o.tempFiles = count(a, argv[++i], 0);
     else if (a === '--write') o.write = true;
+    else if (a === '--faults') o.faults = list(a, argv[++i], FAULTS);
+    else if (a === '--fault-mb') o.faultMb = count(a, argv[++i], 1);
     else throw new Error(`unknown argument ${JSON.stringify(a)}\n${USAGE}`);
   }
   return o;
@@ -122,6 +140,94 @@ async function oneJob({ ns, server }, bundle, files) {
   }
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether the pod's checkout holds `files` whole; `growing`: a file that need only be a prefix of the runner's. */
+function podHolds(root, files, runnerWorkspace, growing) {
+  for (const [rel, content] of Object.entries(files)) {
+    const file = path.join(root, rel);
+    if (!fs.existsSync(file)) return false;
+    const got = fs.readFileSync(file);
+    if (rel === growing) {
+      const now = fs.readFileSync(path.join(runnerWorkspace, rel));
+      if (got.length > now.length || !got.equals(now.subarray(0, got.length))) return false;
+    } else if (!got.equals(Buffer.from(content))) return false;
+  }
+  return true;
+}
+
+/** prepare_job alone through `bundle`, under `fault` once its copy into the pod is open: { ms, ok, injected, execs }. */
+async function faultJob({ ns, server, podRoot }, bundle, files, fault) {
+  const runner = makeRunner({ files });
+  try {
+    const before = (await server.call('execs')).length;
+    const growing = 'README.md';
+    let ended = false;
+    const injector = (async () => {
+      const until = performance.now() + FAULT_WAIT_MS;
+      while (!ended && performance.now() < until) {
+        const copy = (await server.call('execs')).slice(before).find((e) => e.stdinRequested && e.outcome === 'running');
+        if (copy) {
+          await sleep(300);
+          if (fault === 'reset') await ns.block({ port: server.port, action: 'reset', ms: RESET_MS });
+          else {
+            const stop = performance.now() + CHANGE_MS;
+            for (let i = 0; performance.now() < stop && i < CHANGE_MS / 10; i++) {
+              fs.appendFileSync(path.join(runner.workspace, growing), `a line written while the copy ran, ${i}\n`);
+              await sleep(50);
+            }
+          }
+          return true;
+        }
+        await sleep(20);
+      }
+      return false;
+    })();
+    const r = await runHook({ spawn: ns.spawn, bundle, runner, kubeconfig: server.kubeconfig, command: 'prepare_job', args: inputs.prepareJob({ services: false }), timeoutMs: HOOK_TIMEOUT_MS });
+    ended = true;
+    const injected = await injector;
+    const execs = (await server.call('execs')).length - before;
+    const checkout = path.join(podVolume(podRoot, runner.jobPod, '/__w'), 'repo', 'repo');
+    const ok = r.code === 0 && podHolds(checkout, files, runner.workspace, fault === 'change' ? growing : null);
+    if (r.response && r.response.state) await runHook({ spawn: ns.spawn, bundle, runner, kubeconfig: server.kubeconfig, command: 'cleanup_job', args: {}, state: r.response.state, timeoutMs: HOOK_TIMEOUT_MS });
+    return { ms: r.ms, ok, injected, execs };
+  } finally {
+    runner.remove();
+  }
+}
+
+async function faultRows(o) {
+  const rows = [];
+  for (const name of o.releases) {
+    for (const kind of o.workspaces) {
+      for (const fault of o.faults) {
+        const ns = await createNetns(null);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-hooks-'));
+        const podRoot = path.join(dir, 'pods');
+        const server = await startNsServer(ns, { podRoot, dir, podMounts: POD_MOUNTS, maxRunMs: SERVER_MAX_RUN_MS });
+        try {
+          const files = { ...workspaceFiles(kind, o).files, 'fault.bin': Buffer.alloc(o.faultMb * 1024 * 1024, 7) };
+          const got = { plain: [], integrated: [] };
+          for (let i = 0; i < o.jobs; i++) {
+            const order = i % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+            for (const v of order) got[v].push(await faultJob({ ns, server, podRoot }, bundleOf({ name }, v), files, fault));
+            process.stderr.write(`${name} ${kind} ${fault}: ${i + 1}/${o.jobs} job pairs\n`);
+          }
+          const of = (v, key) => median(got[v].map((j) => j[key]));
+          const whole = (v) => `${got[v].filter((j) => j.ok).length} of ${got[v].length}`;
+          const missed = VARIANTS.reduce((n, v) => n + got[v].filter((j) => !j.injected).length, 0);
+          rows.push({ release: name, workspace: kind, fault, plain: of('plain', 'ms'), integrated: of('integrated', 'ms'), whole: { plain: whole('plain'), integrated: whole('integrated') }, execs: { plain: of('plain', 'execs'), integrated: of('integrated', 'execs') }, missed });
+        } finally {
+          await server.close();
+          await ns.remove();
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      }
+    }
+  }
+  return rows;
+}
+
 const fmtMs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`);
 
 async function main() {
@@ -133,6 +239,24 @@ async function main() {
   for (const name of o.releases) for (const v of VARIANTS) if (!fs.existsSync(path.join(bundleOf({ name }, v), 'index.js'))) throw new Error(`no ${name} ${v} bundle: run node tests/hooks/build.js`);
 
   const started = performance.now();
+  if (o.faults) {
+    const rows = await faultRows(o);
+    const describe = (kind) => ({ tiny: 'tiny', real: `real (${o.files} files)`, big: `one ${o.bigMb} MB file` })[kind];
+    const what = { reset: `tcp-reset for ${RESET_MS / 1000} s`, change: `a file growing for ${CHANGE_MS / 1000} s` };
+    const lines = [
+      `prepare_job through the hooks' real bundles under a fault while its copy into the pod is open (the checkout and a ${o.faultMb} MB file), plain and integrated: median of ${o.jobs} jobs each, interleaved, one run (${fmtMs(performance.now() - started)} in all; Node ${process.version}, ${os.cpus().length} cores).`,
+      '',
+      '    node bench/hooks.js ' + process.argv.slice(2).filter((a) => a !== '--write').join(' '),
+      '',
+      '| release | workspace | fault | plain | integrated | succeeded with the checkout whole, plain / integrated | execs, plain / integrated |',
+      '| --- | --- | --- | ---: | ---: | --- | ---: |',
+      ...rows.map((r) => `| ${r.release} | ${describe(r.workspace)} | ${what[r.fault]}${r.missed ? ` (not injected in ${r.missed} jobs)` : ''} | ${fmtMs(r.plain)} | ${fmtMs(r.integrated)} | ${r.whole.plain} / ${r.whole.integrated} | ${r.execs.plain} / ${r.execs.integrated} |`),
+      '',
+    ];
+    process.stdout.write(lines.join('\n'));
+    if (o.write) fs.writeFileSync(o.out, `# ${lines[0]}\n${lines.slice(1).join('\n')}`);
+    return;
+  }
   const rows = [];
   for (const name of o.releases) {
     for (const kind of o.workspaces) {
