@@ -181,9 +181,13 @@ impl CopyRun {
                 ),
             ));
         }
-        // Into the pod, a member whose header was not sent never reached it.
+        // An exec that never opened wrote nothing; into the pod, a member
+        // whose header was not sent never reached it.
         let sent = (self.spec.direction == Direction::ToPod).then_some(attempt.runner_bytes);
-        let names = written(&attempt.listing, sent);
+        let names = match attempt.open_error {
+            Some(_) => Vec::new(),
+            None => written(&attempt.listing, sent),
+        };
         if names.is_empty() {
             return Next::Attempt { n: n + 1, at_ms };
         }

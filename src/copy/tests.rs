@@ -450,6 +450,15 @@ fn nothing_is_removed_for_a_healthy_copy_or_when_nothing_was_written() {
     );
     assert!(removes(&actions).is_empty());
     assert!(outcome(&actions).ok);
+    // An exec that could not be opened: its tar packed for nothing.
+    let mut refused = cut_listing("block 0: ./\nblock 1: ./a\n");
+    refused.open_error = open_error(Some(503), "", "Unexpected server response: 503");
+    let (actions, _) = run_to_end(
+        Direction::ToPod,
+        &[refused, listed(whole_in(), "block 1: a\n")],
+    );
+    assert!(removes(&actions).is_empty());
+    assert!(outcome(&actions).ok);
 }
 
 #[test]
