@@ -230,8 +230,9 @@ export interface CopyResult {
 /**
  * Copies the runner's folder `from` into the pod's folder `to` with one
  * exec of tar when healthy; resolves once the pod has unpacked the very
- * bytes sent (counted and hashed on both sides, in the same exec). A cut
- * stream or bytes that arrived different copy again; rejects with code
+ * bytes sent (counted and checked on both sides, in the same exec). A cut
+ * stream or bytes that arrived different copy again, after what the
+ * attempt before may have written is removed; rejects with code
  * 'PREFLIGHT_COPY_FAILED' when it cannot arrive whole.
  */
 export function copyToPod(kc: object, spec: CopySpec, options?: CallOptions): Promise<CopyResult>;
