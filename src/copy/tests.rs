@@ -356,6 +356,14 @@ fn logs(actions: &[CopyAction]) -> Vec<(Level, String)> {
         .collect()
 }
 
+/// How many attempts the run asked for.
+fn copies(actions: &[CopyAction]) -> usize {
+    actions
+        .iter()
+        .filter(|a| matches!(a, CopyAction::Copy { .. }))
+        .count()
+}
+
 fn removes(actions: &[CopyAction]) -> Vec<&CopyAction> {
     actions
         .iter()
@@ -537,13 +545,7 @@ fn a_removal_that_fails_or_does_not_read_every_name_fails_the_copy_saying_so_wit
             &[cut_listing("block 0: gone\n")],
             &[removal],
         );
-        assert_eq!(
-            actions
-                .iter()
-                .filter(|a| matches!(a, CopyAction::Copy { .. }))
-                .count(),
-            1
-        );
+        assert_eq!(copies(&actions), 1);
         let o = outcome(&actions);
         assert!(!o.ok);
         assert_eq!(o.attempts, 1);
@@ -643,13 +645,7 @@ fn copies_that_never_arrive_whole_end_after_every_attempt_as_a_failure_never_acc
         o.message
     );
     assert_eq!(now, 1_000 + WAITS_MS.iter().sum::<u64>());
-    assert_eq!(
-        actions
-            .iter()
-            .filter(|a| matches!(a, CopyAction::Copy { .. }))
-            .count(),
-        ATTEMPTS as usize
-    );
+    assert_eq!(copies(&actions), ATTEMPTS as usize);
 }
 
 #[test]
@@ -657,13 +653,7 @@ fn a_final_failure_makes_no_second_attempt() {
     let mut a = whole_in();
     a.open_error = open_error(Some(404), "", "not found");
     let (actions, _) = run_to_end(Direction::FromPod, &[a]);
-    assert_eq!(
-        actions
-            .iter()
-            .filter(|a| matches!(a, CopyAction::Copy { .. }))
-            .count(),
-        1
-    );
+    assert_eq!(copies(&actions), 1);
     let o = outcome(&actions);
     assert!(!o.ok);
     assert_eq!(o.message, "k8s-auth-preflight: the copy of /src/dir out of pod job into /__w failed: its exec could not be opened: not found");
